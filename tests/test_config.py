@@ -1,0 +1,35 @@
+"""Settings: defaults, persistence, masking (both runtimes)."""
+from mimi import config
+import support
+
+RUNTIMES = ("cpython", "micropython")
+
+
+def test_defaults_then_persisted_values():
+    support.fresh_flash()
+    assert config.get("provider") == "anthropic"
+    assert config.get("tg_api_base") == "https://api.telegram.org"
+    config.set("provider", "openai")
+    config._cache.clear()  # as after a reboot
+    assert config.get("provider") == "openai"
+    config.reset("provider")
+    assert config.get("provider") == "anthropic"
+
+
+def test_unknown_setting_is_a_clear_error():
+    e = support.raises(KeyError, config.get, "nope")
+    assert "unknown setting" in str(e)
+
+
+def test_secrets_are_masked():
+    support.fresh_flash()
+    config.set("api_key", "sk-ant-FAKE-0123456789")
+    assert config.masked("api_key") == "sk-a****"
+    config.set("tg_token", "short")
+    assert config.masked("tg_token") == "****"
+    assert config.masked("provider") == "anthropic"
+
+
+def test_store_keys_fit_nvs():
+    for name in config.SETTINGS:
+        assert len(config.SETTINGS[name][0]) <= 15, name

@@ -1,0 +1,104 @@
+"""The runtime seam: paths, clocks, settings store, threads (both runtimes)."""
+import os
+
+from mimi import seam
+import support
+
+RUNTIMES = ("cpython", "micropython")
+
+
+def test_real_path_maps_device_paths_into_the_flash_folder():
+    root = support.fresh_flash()
+    assert seam.flash_root() == root
+    assert seam.real_path("/data/memory/MEMORY.md") == root + "/data/memory/MEMORY.md"
+
+
+def test_wall_clock_is_unix_seconds_and_synced_on_host():
+    t = seam.time_s()
+    assert isinstance(t, int)
+    assert t > 1704067200  # after 2024: the port's epoch is hidden
+    assert seam.clock_synced()
+    tm = seam.gmtime(0)
+    assert tm[0] == 1970 and tm[1] == 1 and tm[2] == 1
+
+
+def test_gmtime_and_mktime_round_trip():
+    t = 1767225600 + 3600 * 13 + 61  # 2026-01-01 13:01:01 UTC
+    tm = seam.gmtime(t)
+    assert tm[:6] == (2026, 1, 1, 13, 1, 1)
+    assert tm[6] == 3  # Thursday (Monday is 0)
+    assert seam.mktime(tm) == t
+
+
+def test_ticks_wrap_and_diff():
+    a = seam.ticks_ms()
+    seam.sleep_ms(15)
+    b = seam.ticks_ms()
+    assert seam.ticks_diff(b, a) >= 10
+    assert seam.ticks_diff(seam.ticks_add(a, 5), a) == 5
+    # Across the wrap the difference is still small and signed.
+    near_end = seam.ticks_add(0, -3)
+    assert seam.ticks_diff(seam.ticks_add(near_end, 10), near_end) == 10
+    assert seam.ticks_diff(near_end, seam.ticks_add(near_end, 10)) == -10
+
+
+def test_settings_store_survives_a_new_store_object():
+    root = support.fresh_flash()
+    assert seam.store_get("tg_token") is None
+    seam.store_set("tg_token", "123:FAKE-token")
+    assert seam.store_get("tg_token") == "123:FAKE-token"
+    # The value is on "flash" (nvs.json beside data/), not in /data.
+    raw = support.read(root + "/nvs.json")
+    assert b"tg_token" in raw
+    assert "nvs.json" not in os.listdir(root + "/data")
+    seam.store_erase("tg_token")
+    assert seam.store_get("tg_token") is None
+    seam.store_erase("tg_token")  # absent: no error
+
+
+def test_settings_store_refuses_long_values_and_keeps_unicode():
+    support.fresh_flash()
+    support.raises(ValueError, seam.store_set, "model", "x" * 600)
+    seam.store_set("model", "模型-é")
+    assert seam.store_get("model") == "模型-é"
+
+
+def test_threads_and_locks():
+    lock = seam.allocate_lock()
+    done = []
+
+    def work(n):
+        with lock:
+            done.append(n)
+
+    for i in range(3):
+        seam.start_thread(work, (i,), 16384)
+    for _ in range(200):
+        if len(done) == 3:
+            break
+        seam.sleep_ms(5)
+    assert sorted(done) == [0, 1, 2]
+
+
+def test_heap_figures_are_numbers_or_none():
+    f = seam.mem_free()
+    assert f is None or f > 0
+    seam.collect()
+    assert "(" in seam.describe()
+
+
+def test_wifi_and_ntp_through_the_stand_ins():
+    support.fresh_flash()
+    assert seam.wifi_connect("mimi-sim-wifi", "not-a-real-password", 1000)
+    ok, ip, _ = seam.wifi_status()
+    assert ok and ip
+    nets = seam.wifi_scan()
+    assert nets[0][0] == "mimi-sim-wifi"
+    seam.ntp_sync()
+
+
+def test_rtc_memory_survives_in_the_flash_folder():
+    support.fresh_flash()
+    assert seam.rtc_memory() == b""
+    seam.rtc_memory(b"\x02crash")
+    assert seam.rtc_memory() == b"\x02crash"
