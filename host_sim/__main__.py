@@ -2,7 +2,7 @@
 
     python -m host_sim                      offline default (no credentials needed)
     python -m host_sim run --flash DIR [--runtime cpython|micropython]
-    python -m host_sim vboard --flash DIR --port P [--boot]
+    python -m host_sim vboard --flash DIR --port P [--no-boot]
 """
 import argparse
 import os
@@ -22,7 +22,8 @@ def main(argv=None):
     v.add_argument("--flash", required=True, help="folder that plays the board's flash (its /)")
     v.add_argument("--port", type=int, default=7777, help="TCP port on 127.0.0.1 (default 7777)")
     v.add_argument("--heap", default="512K", help="MicroPython heap size (default 512K)")
-    v.add_argument("--boot", action="store_true", help="run /boot.py and /main.py at each power-on, as a board does")
+    v.add_argument("--boot", action=argparse.BooleanOptionalAction, default=True,
+                   help="run /boot.py and /main.py at each power-on, as a board does (default); --no-boot: only the REPL")
     args = ap.parse_args(argv)
     if args.cmd == "run":
         return launcher.run(args.flash, args.runtime, args.heap)

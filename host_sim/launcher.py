@@ -132,6 +132,25 @@ def _plain(v):
 
 
 _CHECKS = {"tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider}
+_VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)
+
+
+def check_setting(name, raw):
+    """Return setting ``name``'s value ``raw`` (str) in the stored form, or raise ``ValueError``.
+
+    Time zones, chat lists, URLs and providers are checked and normalised; other values
+    (tokens, keys, WiFi names and passwords) are kept as given, spaces included, but
+    must be one line of at most 512 bytes. ``KeyError`` for an unknown name.
+    """
+    if name not in setting_specs():
+        raise KeyError(name)
+    if name in _CHECKS:
+        return _CHECKS[name](raw)
+    if any(c in raw for c in "\r\n\0"):
+        raise ValueError("one line of text")
+    if len(raw.encode()) > _VALUE_MAX_BYTES:
+        raise ValueError("at most %d bytes" % _VALUE_MAX_BYTES)
+    return raw
 
 
 def settings_from_env(environ):

@@ -18,10 +18,11 @@ then starts from a fresh board; ``resume`` keeps the running one, as on a board)
 ``machine.reset()`` (the host stand-in) and a crash power the board on again.
 
 One client at a time: a new connection takes the console over from the previous one.
-With ``--boot`` each power-on runs ``/boot.py`` and ``/main.py`` before the REPL, as a
-board does (a soft reset from the raw REPL runs ``/boot.py`` only, as MicroPython does);
-without it the REPL comes up with nothing running (handy for deploying). While no client
-is connected the console output goes to this process's stdout.
+Each power-on runs ``/boot.py`` and ``/main.py`` before the REPL, as a board does; a soft
+reset from the raw REPL (what mpremote does first, without ``resume``) runs ``/boot.py``
+only, as MicroPython does, so a running assistant stops while files are copied.
+``--no-boot`` gives only the REPL. While no client is connected the console output goes
+to this process's stdout.
 """
 import os
 import select
@@ -44,7 +45,7 @@ def log(msg):
 class VBoard:
     """One virtual board: ``start()``, then ``serve()`` until ``stop()``."""
 
-    def __init__(self, flash_dir, port, heap="512K", boot=False, host="127.0.0.1"):
+    def __init__(self, flash_dir, port, heap="512K", boot=True, host="127.0.0.1"):
         self.flash_dir = os.path.abspath(flash_dir)
         self.heap = heap
         self.boot = boot
@@ -210,7 +211,7 @@ class VBoard:
                 p.wait()
 
 
-def main(flash_dir, port, heap="512K", boot=False):
+def main(flash_dir, port, heap="512K", boot=True):
     """Serve a virtual board until SIGINT/SIGTERM; return an exit status."""
     os.makedirs(flash_dir, exist_ok=True)
     vb = VBoard(flash_dir, port, heap, boot)

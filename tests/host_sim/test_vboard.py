@@ -15,10 +15,10 @@ MPREMOTE = os.path.join(os.path.dirname(sys.executable), "mpremote")
 
 
 class Board:
-    def __init__(self, flash, boot=False):
+    def __init__(self, flash, boot=True):
         cmd = [sys.executable, "-u", "-m", "host_sim", "vboard", "--flash", str(flash), "--port", "0"]
-        if boot:
-            cmd.append("--boot")
+        if not boot:
+            cmd.append("--no-boot")
         self.flash = flash
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.out = b""
@@ -95,7 +95,7 @@ def test_boot_runs_boot_and_main_and_a_reset_powers_on_again(tmp_path):
         "_thread.start_new_thread(later, ())\n"
         "print('MAIN-RAN')\n")
     (tmp_path / "count").write_text("")
-    b = Board(tmp_path, boot=True)
+    b = Board(tmp_path)
     try:
         deadline = time.time() + 20
         while time.time() < deadline and (tmp_path / "count").read_text() != "11":
