@@ -55,6 +55,8 @@ class VBoard:
         self.master = None
         self.client = None
         self.boots = 0
+        self._pending = []
+        self._closing = None
         self._raw = False  # the client put the REPL in raw mode (Ctrl-A; Ctrl-B leaves it)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -69,13 +71,16 @@ class VBoard:
         master, slave = os.openpty()
         tty.setraw(slave)  # socat's pty,raw,echo=0: bytes pass untouched, no echo
         env = dict(os.environ)
-        env.update(MICROPYPATH=hostenv.STUBS, MIMI_FLASH=".", MIMI_VBOARD_DIR=self.flash_dir,
+        env.update(MICROPYPATH=hostenv.STUBS, MIMI_FLASH="/", MIMI_VBOARD_DIR=self.flash_dir,
                    MIMI_VBOARD_BOOT=(boot or "all") if self.boot else "none")
         proc = subprocess.Popen([exe, "-X", "heapsize=" + self.heap, "-i", PRELUDE], stdin=slave, stdout=slave,
                                 stderr=slave, env=env, cwd=self.flash_dir, start_new_session=True)
         os.close(slave)
         with self._lock:
             self.proc, self.master = proc, master
+            pending, self._pending = self._pending, []
+        for data in pending:  # what a client sent while the board was off
+            os.write(master, data)
         self.boots += 1
         threading.Thread(target=self._pump_out, args=(proc, master), daemon=True).start()
 
@@ -101,8 +106,12 @@ class VBoard:
             sys.stdout.flush()
         rc = proc.wait()
         with self._lock:
-            self.master = None  # bytes typed during the reset are lost, as on a board
-        os.close(master)
+            self.master = None  # bytes typed meanwhile wait for the next power-on
+            # Closed one reset later, so a client thread that just read it never
+            # writes to a reused descriptor.
+            old, self._closing = self._closing, master
+        if old is not None:
+            os.close(old)
         if not self._stopping.is_set():
             self._reboot(rc)
 
@@ -148,6 +157,8 @@ class VBoard:
                 if self.client is not c:
                     break
                 master = self.master
+                if master is None:
+                    self._pending.append(data)
             i = max(data.rfind(b"\x01"), data.rfind(b"\x02"))
             if i >= 0:
                 self._raw = data[i] == 1
@@ -156,7 +167,7 @@ class VBoard:
             try:
                 os.write(master, data)
             except OSError:
-                pass  # the board is resetting: lost, as on a board
+                pass  # the board is powering off this moment
         self._drop_client(c)
 
     # -- serving ---------------------------------------------------------------------
@@ -169,6 +180,8 @@ class VBoard:
         s.listen(4)
         self._listener = s
         self.port = s.getsockname()[1]
+        log("flash %s, serving the REPL on socket://127.0.0.1:%d (mpremote connect socket://127.0.0.1:%d resume ...)"
+            % (self.flash_dir, self.port, self.port))
         self._power_on()
         return self.port
 
@@ -216,12 +229,10 @@ def main(flash_dir, port, heap="512K", boot=True):
     os.makedirs(flash_dir, exist_ok=True)
     vb = VBoard(flash_dir, port, heap, boot)
     try:
-        port = vb.start()
+        vb.start()
     except (OSError, RuntimeError) as e:
         print("vboard: %s" % e, file=sys.stderr)
         return 2
-    log("flash %s, serving the REPL on socket://127.0.0.1:%d (mpremote connect socket://127.0.0.1:%d resume ...)"
-        % (vb.flash_dir, port, port))
 
     def on_signal(signum, frame):
         vb._stopping.set()

@@ -119,12 +119,19 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
     nvs = {k: bytes.fromhex(v[1]).decode() for k, v in json.load(open(board / "nvs.json"))["mimi"].items()}
     assert nvs == {"wifi_ssid": "Sim Net", "tg_token": "123456:FAKE-token", "tz": "+08:00", "allowed": "42,43"}
 
-    vboard.read()
     flash_sh("--port", vboard.port, "reset")
     # The board powers on: boot.py and main.py from the flash folder, the package from
     # /lib (the only mimi on the board's sys.path), the settings from its NVS.
-    assert vboard.wait_for(b"[app] started"), vboard.out.decode(errors="replace")
-    assert b"wifi Sim Net: connected" in vboard.out
+    got = _board_exec(vboard.port, "import sys\nfrom mimi import app, config\n"
+                      "print(app.state['started_ms'] is not None, app.__file__, config.get('wifi_ssid'), sys.path)")
+    assert got == "True /lib/mimi/app.py Sim Net ['', '.frozen', '/lib']", got
+
+
+def _board_exec(port, code):
+    p = subprocess.run([os.path.join(BIN, "mpremote"), "connect", port, "resume", "exec", code],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout.strip()
 
 
 def test_deploy_mpy_compiles_the_package_and_the_board_imports_it(vboard):
@@ -135,9 +142,9 @@ def test_deploy_mpy_compiles_the_package_and_the_board_imports_it(vboard):
     files = _files(board / "lib")
     assert files and all(f.endswith(".mpy") for f in files), files
     assert "mimi/app.mpy" in files and (board / "main.py").exists()
-    vboard.read()
     flash_sh("--port", vboard.port, "reset")
-    assert vboard.wait_for(b"[app] started"), vboard.out.decode(errors="replace")
+    got = _board_exec(vboard.port, "from mimi import app\nprint(app.state['started_ms'] is not None, app.__file__)")
+    assert got == "True /lib/mimi/app.mpy", got
 
 
 def _recorder(tmp_path, name):
