@@ -152,6 +152,15 @@ def _open_read(path):
     return _open(rp, "rb"), st[6]
 
 
+def open_read(path):
+    """Open the file ``path`` for reading: ``(file, size)``; the caller closes the file.
+
+    For readers that seek (session files read back from the end). Every read the caller
+    makes must still be capped. Raises ``PathError``, ``NotFound``.
+    """
+    return _open_read(check_file(path))
+
+
 def read(path, cap, offset=0):
     """Read at most ``cap`` bytes of ``path`` from byte ``offset``.
 
@@ -383,18 +392,49 @@ def append(path, data, atomic=False):
         _replace(tmp, rp)
 
 
-def _copy_into(rp, out):
+def _copy_into(rp, out, start=0, end=None):
     buf = bytearray(config.FS_CHUNK_BYTES)
     mv = memoryview(buf)
     src = _open(rp, "rb")
     try:
-        while True:
-            n = src.readinto(buf)
+        if start:
+            src.seek(start)
+        left = -1 if end is None else end - start
+        while left:
+            want = len(buf) if left < 0 else min(len(buf), left)
+            n = src.readinto(mv[:want])
             if not n:
                 break
             out.write(mv[:n])
+            if left > 0:
+                left -= n
     finally:
         src.close()
+
+
+def copy(src, dst, start=0, end=None):
+    """Copy bytes ``start``..``end`` (default: to the end) of ``src`` to a new ``dst``.
+
+    Streamed in ``FS_CHUNK_BYTES`` pieces and atomic as ``write``. Raises ``NotFound``,
+    ``PathError``.
+    """
+    s = check_file(src)
+    d = check_file(dst)
+    makedirs(_parent(d))
+    rs = seam.real_path(s)
+    rd = seam.real_path(d)
+    tmp = rd + TMP_SUFFIX
+    with _lock:
+        _recover(rs)
+        if _stat(rs) is None:
+            raise _not_found(s)
+        _recover(rd, True)
+        f = _open(tmp, "wb")
+        try:
+            _copy_into(rs, f, start, end)
+        finally:
+            f.close()
+        _replace(tmp, rd)
 
 
 def remove(path):
