@@ -240,3 +240,18 @@ def test_rename_survives_a_power_cut_at_every_step_on_fat():
         assert (a, b) in ((b"A", b"B"), (None, b"A")), (a, b)
 
     power_cut.each_cut(setup, lambda: fs.rename("/data/a", "/data/b"), verify, True)
+
+
+def test_lines_stream_with_offsets_and_bounded_pieces():
+    support.fresh_flash()
+    long = "中" * 700  # 2100 bytes
+    fs.write("/data/l.md", "one\n\n" + long + "\nlast")
+    got = list(fs.lines("/data/l.md", max_line=1000))
+    assert got[0] == (0, b"one") and got[1] == (4, b"")
+    pieces = got[2:-1]
+    assert b"".join(p[1] for p in pieces).decode() == long
+    for off, piece in pieces:
+        assert len(piece) <= 1000
+        piece.decode()  # never split inside a character
+    assert pieces[0][0] == 5 and pieces[1][0] == 5 + len(pieces[0][1])
+    assert got[-1] == (5 + 2100 + 1, b"last")

@@ -470,6 +470,44 @@ def rename(src, dst):
         _replace(rs, rd)
 
 
+def lines(path, max_line=1024):
+    """Yield ``(offset, line bytes)`` for each line of ``path``, without the newline.
+
+    Streams the file in ``FS_CHUNK_BYTES`` reads; a line longer than ``max_line`` comes
+    in pieces of at most ``max_line`` bytes (each with its own offset), so memory stays
+    bounded whatever the file holds. Raises ``NotFound``, ``PathError``.
+    """
+    f, size = open_read(path)
+    try:
+        pend = b""
+        start = 0
+        pos = 0
+        while True:
+            chunk = f.read(config.FS_CHUNK_BYTES)
+            if not chunk:
+                break
+            i = 0
+            n = len(chunk)
+            while i < n:
+                j = chunk.find(b"\n", i)
+                pend += chunk[i:n if j < 0 else j]
+                i = n if j < 0 else j + 1
+                while len(pend) > max_line:
+                    cut = utf8_end(pend, max_line) or max_line
+                    yield start, pend[:cut]
+                    start += cut
+                    pend = pend[cut:]
+                if j >= 0:
+                    yield start, pend
+                    pend = b""
+                    start = pos + j + 1
+            pos += n
+        if pend:
+            yield start, pend
+    finally:
+        f.close()
+
+
 def utf8_end(data, end):
     """Largest ``i <= end`` such that ``data[:i]`` does not end inside a UTF-8 character.
 
