@@ -85,11 +85,6 @@ def set_tz(text):
     return canon
 
 
-def now_s():
-    """Unix seconds now (UTC)."""
-    return seam.time_s()
-
-
 def synced(epoch_s=None):
     """True once the clock has been set (NTP); with ``epoch_s``, whether that time could be real."""
     if epoch_s is None:

@@ -58,8 +58,10 @@ def test_the_buffer_is_allocated_once():
 
 
 def test_static_rules_carry_the_disciplines():
-    r = context._RULES.decode()
-    assert len(context._RULES) <= config.CONTEXT_RULES_MAX_BYTES
+    with open(context._RULES_PATH, "rb") as f:
+        raw = f.read()
+    r = raw.decode()
+    assert len(raw) <= config.CONTEXT_RULES_MAX_BYTES
     for words in ("read_file a file before changing it", "get_current_time before writing",
                   "Summarise what you read", "save what matters without being asked",
                   "read_file it first and follow it", "Hardware safety", "Read it before you edit it"):
@@ -215,3 +217,17 @@ def test_modes_give_their_hints():
     for hour, hint in ((7, "Morning: a short plan"), (13, "Break time"), (19, "Evening: a good moment")):
         ctx.build(MSG, now_s=T0 + (hour - 8) * 3600)
         assert hint in _text(ctx), hour
+
+
+def test_missing_rules_file_gives_a_short_rule_not_a_crash():
+    _seeded()
+    saved = context._RULES_PATH
+    context._RULES_PATH = "/nonexistent/rules.md"
+    try:
+        ctx = context.Context()
+        ctx.build(MSG, now_s=WORK)
+    finally:
+        context._RULES_PATH = saved
+    t = _text(ctx)
+    assert t.startswith("# Who you are\nYou are mimi") and "# This turn" in t
+    assert ctx.last["rules"] < 200

@@ -22,38 +22,21 @@ since the last turn (content hash of what the prompt holds).
 Files are read straight into the buffer (no copy); a cut falls on a UTF-8 character
 boundary and is marked. Every write goes through ``_put``, which cannot pass the end of
 the buffer, whatever the files hold.
+
+The static rules are ``rules.md`` beside this module (deploy it with the package); if
+it is missing a one-line rule stands in and a warning is logged.
 """
 import hashlib
 
-from mimi import clock, config, seam
+from mimi import clock, config, log, seam
 from mimi.storage import fs, memory, skills
 
-_RULES = b"""# Who you are
-You are mimi, a personal assistant that lives on a small ESP32-S3 board. Your owner talks to you on Telegram (sometimes over a serial console). You have little memory of your own, so what you learn is kept in plain files under /data, which you read and write with your tools. Answer in the owner's language; be brief: chat replies, not essays.
+# The static rules (section 1) ship next to this module and are read straight into the
+# buffer each turn: no heap at import, and no tool can reach them (they are not in /data).
+_RULES_PATH = __file__.rsplit("/", 1)[0] + "/rules.md"
+_RULES_MISSING = (b"# Who you are\nYou are mimi, a personal assistant on an ESP32-S3 board. Be brief; "
+                  b"read before you write; save what matters in /data/memory/MEMORY.md.\n")
 
-# Tools
-- Use a tool when it gives a better answer than a guess. Never make up file contents, times or results.
-- Read before you write: read_file a file before changing it, and prefer edit_file (old_text must occur exactly once) to rewriting a whole file.
-- Long files come in parts: read_file with offset and length, or read_section for one heading. search_files finds files by name and first line; memory_search finds lines in your notes.
-- A tool error tells you what to fix: correct the call, or tell the owner plainly what failed.
-- Summarise what you read; do not paste whole files into the chat.
-
-# Memory
-- /data/memory/MEMORY.md holds lasting facts: the owner, their preferences, people, plans, decisions. Read it before you edit it, keep it short and tidy, and save what matters without being asked. Never store passwords, keys or tokens.
-- Daily notes: /data/memory/YYYY-MM-DD.md, named by the owner's local date. Call get_current_time before writing one; today's path is given under "This turn". Add short lines; summaries, not transcripts.
-- When a topic closes, or in the evening, move what will matter later from the day's note into MEMORY.md.
-- Your personality is /data/config/SOUL.md; what you know about the owner is /data/config/USER.md. Update USER.md when you learn something lasting about them.
-- Past conversations are in /data/sessions/ (older ones in /data/sessions/archive/). Read them only when the past is asked about.
-
-# Skills
-Skills are short how-to files in /data/skills/. When a request matches one listed below, read_file it first and follow it. To keep a new routine, write a skill file (see skill-creator).
-
-# Scheduling and messages
-cron_add runs work later: every N seconds, once at a local time, or daily at HH:MM. When a job fires, its text comes to you as a message and you reach the owner with send_message. Look at cron_list before adding a job twice.
-
-# Hardware safety
-Touch pins only through the GPIO tools, which check each pin against the board's policy. Never force a pin the policy refuses, never toggle pins in fast loops, and say what you changed. If a request could harm the board or what is wired to it, ask first.
-"""
 
 _HINT = {
     "morning": "Morning: a short plan for the day may be welcome; yesterday's note is below.",
@@ -69,6 +52,8 @@ _PRI_MORNING = {"soul": 90, "user": 85, "memory": 80, "notes": 65, "skills": 60}
 _PRI_LIGHT = {"soul": 90, "user": 85, "memory": 80, "notes": 50, "skills": 40}
 _PRI = {"morning": _PRI_MORNING, "break": _PRI_LIGHT, "night": _PRI_LIGHT}
 
+TAG = "ctx"
+_CUT = "\n[cut at byte %d of %d: read_file %s offset=%d for the rest]"
 _RESERVE = 240  # room kept for the lines the turn block learns while writing
 _NAMES = {"soul": "SOUL.md", "user": "USER.md", "memory": "MEMORY.md"}
 
@@ -120,6 +105,17 @@ class Context:
             self._put(mark)
         self._nl()
 
+    def _fill(self, f, stop):
+        """Read from file ``f`` into the buffer up to ``stop``; then close ``f``."""
+        try:
+            while self.n < stop:
+                k = f.readinto(self.mv[self.n:stop])
+                if not k:
+                    break
+                self.n += k
+        finally:
+            f.close()
+
     def _file(self, head, path, size, cap, give):
         """Read ``path`` (``size`` bytes) straight into the buffer after ``head``, within ``give``."""
         room = min(give - len(head) - 1, cap)
@@ -127,23 +123,30 @@ class Context:
             return 0, 0
         self._put(head)
         start = self.n
-        if size <= room:
-            take = size
-        else:
-            est = "\n[cut at byte %d of %d: read_file %s offset=%d for the rest]" % (size, size, path, size)
-            take = max(0, room - len(est))
-        take = min(take, self.size - self.n)
+        take = size if size <= room else max(0, room - len(_CUT % (size, size, path, size)))
+        real = 0
         try:
-            got, real = fs.read_into(path, self.mv[self.n:self.n + take])
+            f, real = fs.open_read(path)
+            self._fill(f, min(start + take, self.size))
         except (OSError, ValueError):
-            got, real = 0, 0
-        end = fs.utf8_end(self.mv[start:start + got], got)
+            pass
+        end = fs.utf8_end(self.mv[start:self.n], self.n - start)
         self.n = start + end
         if real > end:
-            self._put(("\n[cut at byte %d of %d: read_file %s offset=%d for the rest]" % (
-                end, real, path, end)).encode())
+            self._put((_CUT % (end, real, path, end)).encode())
         self._nl()
         return start, start + end
+
+    def _rules(self, cap):
+        """Section 1: ``rules.md`` read into the start of the buffer (at most ``cap`` bytes)."""
+        try:
+            f = open(_RULES_PATH, "rb")
+        except OSError:
+            log.warn(TAG, "%s is missing: using a one-line rule", _RULES_PATH)
+            self._put(_RULES_MISSING)
+            return
+        self._fill(f, cap)
+        self.n = fs.utf8_end(self.mv[:self.n], self.n)
 
     # -- building ------------------------------------------------------------------
 
@@ -185,8 +188,11 @@ class Context:
         want["notes"] = len(heads["notes"]) + len(notes) + 1 if notes else 0
         want["skills"] = len(heads["skills"]) + len(index) + 1 if index else 0
 
-        rules_len = min(len(_RULES), config.CONTEXT_RULES_MAX_BYTES)
-        left = self.size - rules_len - len(turn) - _RESERVE
+        self.n = 0
+        self._rules(min(config.CONTEXT_RULES_MAX_BYTES, self.size))
+        last = self.last
+        last["rules"] = self.n
+        left = self.size - self.n - len(turn) - _RESERVE
         give = {}
         dropped = []
         for key in sorted(pri, key=lambda k: -pri[k]):
@@ -198,10 +204,6 @@ class Context:
             give[key] = g
             left -= g
 
-        self.n = 0
-        last = self.last
-        self._put(memoryview(_RULES)[:fs.utf8_end(_RULES, rules_len)])
-        last["rules"] = self.n
         changed = []
         for key in ("soul", "user", "memory"):
             path, size, cap = files[key]

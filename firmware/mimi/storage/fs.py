@@ -137,8 +137,13 @@ def _recover(rp, clean=False):
     return False
 
 
-def _open_read(path):
-    """Open a checked device path for reading; (file, size). NotFound / PathError."""
+def open_read(path):
+    """Open the file ``path`` for reading: ``(file, size)``; the caller closes the file.
+
+    For readers that seek (session files read back from the end). Every read the caller
+    makes must still be capped. Raises ``PathError``, ``NotFound``.
+    """
+    path = check_file(path)
     rp = seam.real_path(path)
     st = _stat(rp)
     if st is None:
@@ -152,23 +157,13 @@ def _open_read(path):
     return _open(rp, "rb"), st[6]
 
 
-def open_read(path):
-    """Open the file ``path`` for reading: ``(file, size)``; the caller closes the file.
-
-    For readers that seek (session files read back from the end). Every read the caller
-    makes must still be capped. Raises ``PathError``, ``NotFound``.
-    """
-    return _open_read(check_file(path))
-
-
 def read(path, cap, offset=0):
     """Read at most ``cap`` bytes of ``path`` from byte ``offset``.
 
     Returns ``(data bytes, truncated bool, size int)``: ``truncated`` is True when the file
     goes on past what was read. Raises ``PathError``, ``NotFound``.
     """
-    p = check_file(path)
-    f, size = _open_read(p)
+    f, size = open_read(path)
     try:
         offset = max(0, min(int(offset), size))
         n = min(int(cap), size - offset)
@@ -178,28 +173,6 @@ def read(path, cap, offset=0):
     finally:
         f.close()
     return data, offset + len(data) < size, size
-
-
-def read_into(path, mv, offset=0):
-    """Read ``path`` from ``offset`` into the writable buffer ``mv`` (no copy).
-
-    Returns ``(n bytes read, size of the file)``. Raises ``PathError``, ``NotFound``.
-    """
-    p = check_file(path)
-    f, size = _open_read(p)
-    try:
-        if offset:
-            f.seek(offset)
-        want = min(len(mv), max(0, size - offset))
-        got = 0
-        while got < want:
-            k = f.readinto(mv[got:want])
-            if not k:
-                break
-            got += k
-    finally:
-        f.close()
-    return got, size
 
 
 def read_text(path, cap):
@@ -218,11 +191,7 @@ def read_text(path, cap):
 
 
 def exists(path):
-    rp = real(path)
-    if _stat(rp) is not None:
-        return True
-    with _lock:
-        return _recover(rp)
+    return size(path) is not None
 
 
 def size(path):
@@ -236,11 +205,6 @@ def size(path):
     if st is None:
         return None
     return 0 if _is_dir(st) else st[6]
-
-
-def is_dir(path):
-    st = _stat(real(path))
-    return st is not None and _is_dir(st)
 
 
 def mtime(path):
@@ -264,17 +228,19 @@ def listdir(path):
     if not _is_dir(st):
         raise PathError("%s is a file, not a folder" % p)
     out = []
-    for e in seam.ilistdir(rp):
-        n = e[0]
+    for n in os.listdir(rp):
         if n.endswith(TMP_SUFFIX):
+            continue
+        st = _stat(rp + "/" + n)
+        if st is None:
             continue
         if n.endswith(BAK_SUFFIX):
             # A replace stopped after moving the old file aside: show it under its name.
-            base = n[:-len(BAK_SUFFIX)]
-            if _stat(rp + "/" + base) is None:
-                out.append((base, False, e[2]))
-            continue
-        out.append(e)
+            n = n[:-len(BAK_SUFFIX)]
+            if _stat(rp + "/" + n) is not None:
+                continue
+        d = _is_dir(st)
+        out.append((n, d, 0 if d else st[6]))
     out.sort(key=lambda e: e[0])
     return out
 

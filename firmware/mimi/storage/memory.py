@@ -36,27 +36,6 @@ def write_memory(text):
         fs.write(config.MEMORY_PATH, data)
 
 
-def update_memory(fn):
-    """Read MEMORY.md, write ``fn(text)`` back, all under ``LOCK``; return the new text.
-
-    ``fn`` may raise to abort (nothing is written). A file over ``MEMORY_MAX_BYTES`` is
-    refused rather than cut (``ValueError``).
-    """
-    with LOCK:
-        try:
-            text, cut, size = fs.read_text(config.MEMORY_PATH, config.MEMORY_MAX_BYTES)
-        except fs.NotFound:
-            text, cut, size = "", False, 0
-        if cut:
-            raise ValueError("MEMORY.md is %d bytes, over the %d limit" % (size, config.MEMORY_MAX_BYTES))
-        new = fn(text)
-        data = new.encode()
-        if len(data) > config.MEMORY_MAX_BYTES:
-            raise ValueError("MEMORY.md would be %d bytes; the limit is %d" % (len(data), config.MEMORY_MAX_BYTES))
-        fs.write(config.MEMORY_PATH, data)
-        return new
-
-
 def daily_path(epoch_s=None):
     """``/data/memory/YYYY-MM-DD.md`` for the owner's local date at ``epoch_s`` (default now).
 
@@ -87,20 +66,6 @@ def append_daily(text, epoch_s=None):
             raise ValueError("today's note is full (%d bytes): move lasting facts to MEMORY.md" % size)
         fs.append(path, entry, atomic=True)
     return path
-
-
-def notes():
-    """Paths of the daily notes on flash, newest first."""
-    try:
-        entries = fs.listdir(config.MEMORY_DIR)
-    except fs.NotFound:
-        return []
-    out = []
-    for name, is_dir, _ in entries:
-        if not is_dir and len(name) == 13 and name.endswith(".md") and name[4] == "-" and name[7] == "-":
-            out.append(config.MEMORY_DIR + "/" + name)
-    out.sort(reverse=True)
-    return out
 
 
 def _tail_text(path, size, room):

@@ -4,8 +4,9 @@ All paths go through ``mimi.storage.fs.check`` (``/data`` only). The model retri
 for itself with these (seed 004): the context holds the map, these open the files.
 Files mimi keeps for itself (sessions, the cron store, runtime state, certificates)
 may be read but not written. Every read is capped; a partial read says which bytes it
-showed and how to get the next ones. Writes under ``/data/memory`` hold
-``memory.LOCK`` so they cannot interleave with another thread's edit.
+showed and how to get the next ones. ``write_file`` and ``edit_file`` hold
+``memory.LOCK`` (briefly), so an edit of MEMORY.md cannot interleave with another
+thread's read-modify-write.
 """
 from mimi import config
 from mimi.storage import fs, memory
@@ -28,21 +29,6 @@ def _writable(path):
         raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
             r, " (use the cron tools)" if r == config.CRON_PATH else ""))
     return p
-
-
-class _Nolock:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
-
-
-_NOLOCK = _Nolock()
-
-
-def _lock_for(p):
-    return memory.LOCK if p.startswith(config.MEMORY_DIR + "/") else _NOLOCK
 
 
 def _decode(data, path):
@@ -82,7 +68,7 @@ def write_file(args, ctx):
     data = args["content"].encode()
     if len(data) > config.TOOL_WRITE_MAX_BYTES:
         raise ValueError("content is %d bytes; at most %d per write" % (len(data), config.TOOL_WRITE_MAX_BYTES))
-    with _lock_for(p):
+    with memory.LOCK:
         fs.write(p, data)
     return "wrote %d bytes to %s" % (len(data), p)
 
@@ -94,7 +80,7 @@ def edit_file(args, ctx):
     new = args["new_text"]
     if not old:
         raise ValueError("old_text is empty: give the exact text to replace")
-    with _lock_for(p):
+    with memory.LOCK:
         data, cut, size = fs.read(p, config.TOOL_WRITE_MAX_BYTES)
         if cut:
             raise ValueError("%s is %d bytes, too large to edit (limit %d): rewrite it in parts" % (

@@ -39,21 +39,19 @@ def _files(only):
 
 
 class _Out:
-    """Collects output lines within the byte cap."""
+    """Output lines within the byte cap: ``add`` returns False (and sets ``full``) past it."""
 
     def __init__(self, cap):
         self.parts = []
-        self.used = 0
-        self.cap = cap
+        self.left = cap
         self.full = False
 
     def add(self, line):
-        n = len(line.encode()) + 1
-        if self.used + n > self.cap:
+        self.left -= len(line.encode()) + 1
+        if self.left < 0:
             self.full = True
             return False
         self.parts.append(line)
-        self.used += n
         return True
 
 
