@@ -116,11 +116,6 @@ def iso_local(epoch_s=None):
                                                 format_tz(offset_s()))
 
 
-def weekday_name(wday):
-    """``0`` -> ``Monday`` ... ``6`` -> ``Sunday``."""
-    return DAYS[wday % 7]
-
-
 def mode(hour):
     """Time-of-day mode for a local hour 0-23: morning, work, break, evening or night."""
     if 6 <= hour < 9:

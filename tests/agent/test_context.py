@@ -1,7 +1,7 @@
 """The 16 KB context: order, caps, priority drop, UTF-8 cuts, change notes, continuation."""
 from mimi import config
 from mimi.agent import context
-from mimi.storage import fs
+from mimi.storage import fs, skills
 import support
 
 RUNTIMES = ("cpython", "micropython")
@@ -20,6 +20,7 @@ def _seeded():
     config.set("tz", "+08:00")
     for rel in SEED:
         support.write(root + "/data/" + rel, support.read("spiffs_seed/" + rel))
+    skills.forget()
     return root
 
 
@@ -77,6 +78,7 @@ def _fill_to_caps(root, ch="中"):
         support.write(root + "/data/memory/%s.md" % d, "".join("- %s note %d 中文\n" % (d, i) for i in range(300)))
     for i in range(30):
         support.write(root + "/data/skills/s%02d.md" % i, "# Skill %d\n\n%s\n" % (i, "Does things. " * 20))
+    skills.forget()
 
 
 def test_every_section_at_its_cap_stays_in_the_buffer_and_is_valid_utf8():

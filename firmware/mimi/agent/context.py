@@ -46,11 +46,12 @@ _HINT = {
     "night": "Night: keep replies short; leave non-urgent things for the morning.",
 }
 
-# Priorities (higher is kept longer) per mode; rules and the turn block are never left out.
-_PRI_DAY = {"soul": 90, "user": 85, "memory": 80, "skills": 60, "notes": 50}
-_PRI_MORNING = {"soul": 90, "user": 85, "memory": 80, "notes": 65, "skills": 60}
-_PRI_LIGHT = {"soul": 90, "user": 85, "memory": 80, "notes": 50, "skills": 40}
-_PRI = {"morning": _PRI_MORNING, "break": _PRI_LIGHT, "night": _PRI_LIGHT}
+# Sections that may be cut, highest priority first, per mode; the rules and the turn
+# block are never left out. Morning ranks yesterday's note over the skills; break and
+# night give up the skills index first.
+_KEEP_DAY = ("soul", "user", "memory", "skills", "notes")
+_KEEP_NOTES = ("soul", "user", "memory", "notes", "skills")
+_NOTES_FIRST = ("morning", "break", "night")
 
 TAG = "ctx"
 _CUT = "\n[cut at byte %d of %d: read_file %s offset=%d for the rest]"
@@ -162,7 +163,7 @@ class Context:
         now = seam.time_s() if now_s is None else now_s
         synced = clock.synced(now)
         mode = clock.mode(clock.local(now)[3]) if synced else None
-        pri = _PRI.get(mode, _PRI_DAY)
+        keep = _KEEP_NOTES if mode in _NOTES_FIRST else _KEEP_DAY
 
         files = {}
         for key, path, cap in (("soul", config.SOUL_PATH, config.CONTEXT_SOUL_MAX_BYTES),
@@ -195,7 +196,7 @@ class Context:
         left = self.size - self.n - len(turn) - _RESERVE
         give = {}
         dropped = []
-        for key in sorted(pri, key=lambda k: -pri[k]):
+        for key in keep:
             w = want[key]
             g = w if w <= left else max(0, left)
             if g < w and g < config.CONTEXT_MIN_SECTION_BYTES:

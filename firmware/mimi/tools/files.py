@@ -9,7 +9,7 @@ showed and how to get the next ones. ``write_file`` and ``edit_file`` hold
 thread's read-modify-write.
 """
 from mimi import config
-from mimi.storage import fs, memory
+from mimi.storage import fs, memory, skills
 from mimi.tools import registry
 
 _PATH = {"type": "string", "description": "file path under /data, e.g. /data/memory/MEMORY.md"}
@@ -29,6 +29,11 @@ def _writable(path):
         raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
             r, " (use the cron tools)" if r == config.CRON_PATH else ""))
     return p
+
+
+def _touched(p):
+    if p.startswith(config.SKILLS_DIR + "/"):
+        skills.forget()  # the context's index shows the new text next turn
 
 
 def _decode(data, path):
@@ -70,6 +75,7 @@ def write_file(args, ctx):
         raise ValueError("content is %d bytes; at most %d per write" % (len(data), config.TOOL_WRITE_MAX_BYTES))
     with memory.LOCK:
         fs.write(p, data)
+    _touched(p)
     return "wrote %d bytes to %s" % (len(data), p)
 
 
@@ -98,6 +104,7 @@ def edit_file(args, ctx):
         if len(out) > config.TOOL_WRITE_MAX_BYTES:
             raise ValueError("the edit would make %s %d bytes (limit %d)" % (p, len(out), config.TOOL_WRITE_MAX_BYTES))
         fs.write(p, out)
+    _touched(p)
     return "edited %s (%d bytes now)" % (p, len(out))
 
 
