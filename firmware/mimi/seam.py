@@ -426,7 +426,7 @@ def tls_wrap(sock, host, cadata):
     return ctx.wrap_socket(sock, server_hostname=host)
 
 
-# -- storage (mimi/storage/fs.py, mimi/clock.py; issue 3) -----------------------------
+# -- storage (mimi/storage/fs.py; issue 3) -----------------------------
 
 
 def mtime_s(real):
@@ -435,8 +435,3 @@ def mtime_s(real):
     Raises ``OSError`` when it is missing. LittleFS on the device keeps mtimes.
     """
     return int(os.stat(real)[8]) + _EPOCH_OFFSET
-
-
-def clock_synced_at(epoch_s):
-    """True when ``epoch_s`` (unix seconds) is a time a set clock could show."""
-    return epoch_s > _SYNCED_AFTER_S

@@ -31,8 +31,6 @@ def test_index_lists_every_skill_within_its_cap():
     assert "- weather: Weather. Fetch the weather and say it in one line.\n" in idx
     assert idx.index("gpio-control") < idx.index("weather")
     assert skills.list() == [("gpio-control", "GPIO control"), ("weather", "Weather")]
-    text, cut = skills.read("weather", 7)
-    assert text == "# Weath" and cut
 
 
 def test_index_never_passes_its_cap():

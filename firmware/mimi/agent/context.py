@@ -54,6 +54,7 @@ _KEEP_NOTES = ("soul", "user", "memory", "notes", "skills")
 _NOTES_FIRST = ("morning", "break", "night")
 
 TAG = "ctx"
+_ROOM = b"\n[cut for room]"
 _CUT = "\n[cut at byte %d of %d: read_file %s offset=%d for the rest]"
 _RESERVE = 240  # room kept for the lines the turn block learns while writing
 _NAMES = {"soul": "SOUL.md", "user": "USER.md", "memory": "MEMORY.md"}
@@ -104,6 +105,22 @@ class Context:
             end = fs.utf8_end(data, max(0, room - len(mark)))
             self._put(memoryview(data)[:end])
             self._put(mark)
+        self._nl()
+
+    def _parts(self, head, parts, give):
+        """Like ``_text`` for a list of byte strings (the recent notes), without joining them."""
+        room = give - len(head) - 1
+        if room <= 0:
+            return
+        self._put(head)
+        stop = self.n + room
+        for p in parts:
+            if self.n + len(p) > stop:
+                end = fs.utf8_end(p, max(0, stop - len(_ROOM) - self.n))
+                self._put(memoryview(p)[:end])
+                self._put(_ROOM)
+                break
+            self._put(p)
         self._nl()
 
     def _fill(self, f, stop):
@@ -170,7 +187,10 @@ class Context:
                                ("user", config.USER_PATH, config.CONTEXT_USER_MAX_BYTES),
                                ("memory", config.MEMORY_PATH, config.CONTEXT_MEMORY_MAX_BYTES)):
             files[key] = (path, fs.size(path) or 0, cap)
-        notes = memory.recent_notes(cap=config.CONTEXT_NOTES_MAX_BYTES, epoch_s=now).encode() if synced else b""
+        notes = memory.recent_parts(cap=config.CONTEXT_NOTES_MAX_BYTES, epoch_s=now)
+        notes_len = 0
+        for part in notes:
+            notes_len += len(part)
         try:
             index = skills.index(config.CONTEXT_SKILLS_MAX_BYTES).encode()
         except (OSError, ValueError):
@@ -186,7 +206,7 @@ class Context:
         for key in files:
             size = files[key][1]
             want[key] = len(heads[key]) + min(size, files[key][2]) + 1 if size else 0
-        want["notes"] = len(heads["notes"]) + len(notes) + 1 if notes else 0
+        want["notes"] = len(heads["notes"]) + notes_len + 1 if notes else 0
         want["skills"] = len(heads["skills"]) + len(index) + 1 if index else 0
 
         self.n = 0
@@ -219,11 +239,14 @@ class Context:
                 self._hash[key] = d
             last[key] = self.n - at
         notes_path = memory.daily_path(now) if synced else ""
-        for key, data in (("notes", notes), ("skills", index)):
-            at = self.n
-            if give[key]:
-                self._text(heads[key], data, give[key], b"\n[cut for room]")
-            last[key] = self.n - at
+        at = self.n
+        if give["notes"]:
+            self._parts(heads["notes"], notes, give["notes"])
+        last["notes"] = self.n - at
+        at = self.n
+        if give["skills"]:
+            self._text(heads["skills"], index, give["skills"], _ROOM)
+        last["skills"] = self.n - at
         notes = index = None
 
         at = self.n
@@ -237,7 +260,7 @@ class Context:
             if callable(extra):
                 extra = extra(room) if room > 0 else ""
             if extra:
-                self._text(b"\n# For this message\n", extra.encode(), room + 1, b"\n[cut for room]")
+                self._text(b"\n# For this message\n", extra.encode(), room + 1, _ROOM)
         last["extra"] = self.n - at
         return self.n
 

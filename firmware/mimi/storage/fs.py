@@ -63,12 +63,18 @@ def check(path):
         raise PathError("path must be text")
     if not path.strip():
         raise PathError("path is empty")
+    ascii = True
     for ch in path:
-        if ord(ch) < 32 or ch == "\x7f":
-            if ch == "\x00":
+        o = ord(ch)
+        if o < 32 or o == 127:
+            if o == 0:
                 raise PathError("path contains a NUL byte")
             raise PathError("path contains a control character")
+        if o > 127:
+            ascii = False
     data = config.DATA
+    if ascii and _plain(path, data):
+        return path  # already normal: no allocation (every file operation comes here)
     if path.startswith("/"):
         if path != data and not path.startswith(data + "/"):
             raise PathError("only %s is reachable; %s is outside it" % (data, path))
@@ -96,17 +102,30 @@ def check(path):
     return out
 
 
+def _plain(path, data):
+    """True when ``path`` is ASCII-clean, under ``data``, normal and within the limits."""
+    n = len(path)
+    if n > config.FS_PATH_MAX_BYTES or not path.startswith(data + "/") or path[-1] == "/":
+        return False
+    if "//" in path or "/." in path or "~" in path or " " in path:
+        return False
+    i = len(data)
+    while i < n:
+        j = path.find("/", i + 1)
+        if j < 0:
+            j = n
+        if j - i - 1 > config.FS_NAME_MAX_BYTES:
+            return False
+        i = j
+    return True
+
+
 def check_file(path):
     """``check``, and the path must name a file (not ``/data`` itself)."""
     p = check(path)
     if p == config.DATA:
         raise PathError("a file name is needed, not %s itself" % config.DATA)
     return p
-
-
-def real(path):
-    """Checked device path -> this runtime's file path."""
-    return seam.real_path(check(path))
 
 
 def _stat(rp):
@@ -196,7 +215,7 @@ def exists(path):
 
 def size(path):
     """Size in bytes, or None when the file is missing (0 for a folder)."""
-    rp = real(path)
+    rp = seam.real_path(check(path))
     st = _stat(rp)
     if st is None:
         with _lock:
@@ -210,7 +229,7 @@ def size(path):
 def mtime(path):
     """Last change as unix seconds, or None when missing."""
     try:
-        return seam.mtime_s(real(path))
+        return seam.mtime_s(seam.real_path(check(path)))
     except OSError:
         return None
 

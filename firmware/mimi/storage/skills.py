@@ -129,9 +129,3 @@ def _build(cap):
         out.append(line)
         used += len(line.encode())
     return "".join(out)
-
-
-def read(name, cap):
-    """A skill's text, at most ``cap`` bytes: ``(text, truncated)``. Raises ``NotFound``."""
-    text, cut, _ = fs.read_text(path(name), cap)
-    return text, cut

@@ -15,19 +15,12 @@ from mimi.tools import registry
 _PATH = {"type": "string", "description": "file path under /data, e.g. /data/memory/MEMORY.md"}
 
 
-def _kept(p):
-    for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
-        if p == r or p.startswith(r + "/"):
-            return r
-    return None
-
-
 def _writable(path):
     p = fs.check_file(path)
-    r = _kept(p)
-    if r:
-        raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
-            r, " (use the cron tools)" if r == config.CRON_PATH else ""))
+    for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
+        if p == r or p.startswith(r + "/"):
+            raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
+                r, " (use the cron tools)" if r == config.CRON_PATH else ""))
     return p
 
 
