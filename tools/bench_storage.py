@@ -92,14 +92,28 @@ if sys.implementation.name != "micropython":
                               env=env, cwd=ROOT, capture_output=True, text=True)
 
     def main():
+        import shutil
+
         flash = _flash()
+        mpy = None
+        try:
+            _figures(flash)
+            mpy = _compiled()
+            _smallest(flash, mpy)
+        finally:
+            shutil.rmtree(flash, ignore_errors=True)
+            if mpy:
+                shutil.rmtree(mpy, ignore_errors=True)
+
+    def _figures(flash):
         for mode in ("sessions", "context"):
             p = _run(mode, flash)
             sys.stdout.write(p.stdout)
             if p.returncode:
                 sys.stdout.write(p.stderr)
                 raise SystemExit(p.returncode)
-        mpy = _compiled()
+
+    def _smallest(flash, mpy):
         print("smallest heap from which every larger one works (4 KB steps)")
         print("                                       .py    .mpy")
         for mode, what in (("import-only", "import the context modules"),

@@ -25,7 +25,6 @@ from mimi import config, seam
 TMP_SUFFIX = ".~tmp"
 BAK_SUFFIX = ".~bak"
 _ENOENT = 2
-_EEXIST = 17
 
 _open = open
 _rename = os.rename
