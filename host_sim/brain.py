@@ -1,0 +1,198 @@
+"""The offline default's model stand-in: a few rules, not a model, that show the machinery.
+
+``think(request_json) -> {"text": str, "calls": [(tool name, input dict), ...]}`` reads a
+request as the firmware sends it, in either wire format (Anthropic Messages or OpenAI
+Chat Completions: ``normalise`` tells them apart), and answers as a model would, through
+the tools the request offers:
+
+- "remember (that) X" (also "note that X", "don't forget X"): adds "- X" under
+  "## Owner" in /data/memory/MEMORY.md with ``edit_file``; when that heading is gone it
+  reads the file (``read_file``) and writes it back with the line added (``write_file``).
+  The next turn's system prompt carries the file, so "what do you remember?" shows it.
+- a question about the time or date: calls ``get_current_time`` and answers with its result.
+- "what do you remember" / "what do you know about me": quotes the memory section of the
+  system prompt it received (no tool: the firmware put it there).
+- anything else: says what it is and what to try, and what the request held (tools offered,
+  messages of history, bytes of system prompt).
+
+Every text starts with ``MARK``, so nobody takes it for a real model. The fake LLM servers
+(``host_sim/fakes/llm.py``) serve it as their ``responder``; see ``host_sim/chat.py``.
+"""
+import json
+import re
+
+MARK = "[offline stand-in, not a real model]"
+MEMORY_PATH = "/data/memory/MEMORY.md"
+_ANCHOR = "## Owner\n"
+_MAX_ROUNDS = 4  # tool rounds in one turn before it gives up and says so
+
+_REMEMBER = re.compile(r"^\s*(?:please\s+)?(?:remember|note|don'?t forget|do not forget)\b\s*(?:that\s+|:\s*)?(.+)$",
+                       re.I | re.S)
+_TIME = re.compile(r"\b(time|date|day|today|clock|hour)\b", re.I)
+_RECALL = re.compile(r"\bwhat\b.*\b(remember|know about me|memory)\b", re.I)
+_SECTIONS = ("\n# Recent daily notes", "\n# Your skills", "\n# This turn", "\n# For this message")
+
+
+def _text_of(content):
+    """The text of a message's content: a str, or a list of blocks / parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    out = []
+    for b in content:
+        if isinstance(b, dict) and b.get("type") in ("text", "input_text"):
+            out.append(b.get("text", ""))
+        elif isinstance(b, dict) and b.get("type") == "tool_result":
+            out.append(_text_of(b.get("content")))
+    return "".join(out)
+
+
+def normalise(req):
+    """A request body (dict) in either wire format as ``(system, messages, tool names)``.
+
+    ``messages``: dicts ``{"role": "user"|"assistant"|"tool", "text", "calls":
+    [(id, name, input)], "call_id", "name", "is_error"}`` in order; a tool result's
+    ``name`` comes from the call it answers.
+    """
+    msgs = []
+    names = {}
+    system = req.get("system")
+    if isinstance(system, list):
+        system = _text_of(system)
+    system = system or ""
+    for m in req.get("messages") or []:
+        role = m.get("role")
+        content = m.get("content")
+        if role == "system":  # OpenAI puts the system prompt first among the messages
+            system = _text_of(content)
+        elif role == "tool":  # OpenAI tool result
+            cid = m.get("tool_call_id")
+            msgs.append({"role": "tool", "text": _text_of(content), "call_id": cid, "name": names.get(cid),
+                         "is_error": False, "calls": []})
+        elif role == "assistant":
+            calls = []
+            for tc in m.get("tool_calls") or []:  # OpenAI
+                fn = tc.get("function", {})
+                try:
+                    args = json.loads(fn.get("arguments") or "{}")
+                except ValueError:
+                    args = {}
+                calls.append((tc.get("id"), fn.get("name"), args))
+            if isinstance(content, list):  # Anthropic blocks
+                for b in content:
+                    if b.get("type") == "tool_use":
+                        calls.append((b.get("id"), b.get("name"), b.get("input") or {}))
+            for cid, name, _ in calls:
+                names[cid] = name
+            msgs.append({"role": "assistant", "text": _text_of(content), "calls": calls})
+        elif isinstance(content, list) and any(b.get("type") == "tool_result" for b in content):
+            for b in content:  # Anthropic: one user message of tool results
+                if b.get("type") == "tool_result":
+                    cid = b.get("tool_use_id")
+                    msgs.append({"role": "tool", "text": _text_of(b.get("content")), "call_id": cid,
+                                 "name": names.get(cid), "is_error": bool(b.get("is_error")), "calls": []})
+                elif b.get("type") == "text" and b.get("text"):
+                    msgs.append({"role": "user", "text": b["text"], "calls": []})
+        else:
+            msgs.append({"role": "user", "text": _text_of(content), "calls": []})
+    tools = []
+    for t in req.get("tools") or []:
+        tools.append(t.get("name") or t.get("function", {}).get("name"))
+    return system, msgs, tools
+
+
+def _memory_section(system):
+    """The MEMORY.md part of the system prompt ("" when the prompt has none)."""
+    i = system.find("(/data/memory/MEMORY.md)\n")
+    if i < 0:
+        return ""
+    start = i + len("(/data/memory/MEMORY.md)\n")
+    end = len(system)
+    for head in _SECTIONS:
+        j = system.find(head, start)
+        if 0 <= j < end:
+            end = j
+    return system[start:end]
+
+
+def _say(text, calls=()):
+    return {"text": MARK + " " + text if text else "", "calls": list(calls)}
+
+
+def _fact(user_text):
+    m = _REMEMBER.match(user_text or "")
+    if not m:
+        return None
+    fact = " ".join(m.group(1).split()).rstrip(".")
+    return fact or None
+
+
+def think(req):
+    """Answer one request (its JSON body, either protocol): ``{"text", "calls"}``."""
+    system, msgs, tools = normalise(req)
+    # This turn: the last user message and what followed it (tool calls and results).
+    start = 0
+    for k in range(len(msgs) - 1, -1, -1):
+        if msgs[k]["role"] == "user":
+            start = k
+            break
+    user = msgs[start]["text"] if msgs else ""
+    turn = msgs[start + 1:]
+    rounds = sum(1 for m in turn if m["role"] == "assistant" and m["calls"])
+    last = turn[-1] if turn and turn[-1]["role"] == "tool" else None
+    fact = _fact(user)
+
+    if last is not None:
+        return _after_tool(last, fact, rounds, tools)
+    if fact:
+        return _remember(fact, system, tools)
+    if _RECALL.search(user):
+        mem = [ln[2:] for ln in _memory_section(system).splitlines() if ln.startswith("- ")]
+        if not mem:
+            return _say("My system prompt has no lines in /data/memory/MEMORY.md yet. "
+                        "Say \"remember that ...\" and I will write one there.")
+        return _say("From /data/memory/MEMORY.md, which the firmware put in my system prompt:\n"
+                    + "\n".join("- " + ln for ln in mem))
+    if _TIME.search(user):
+        if "get_current_time" not in tools:
+            return _say("The get_current_time tool is not offered here, so I cannot tell the time.")
+        return _say("", [("get_current_time", {})])
+    return _say("I am not a model, just a few rules that show how mimi works. "
+                "Try \"remember that my cat is called Miso\", \"what time is it?\", or "
+                "\"what do you remember?\". This request carried %d tools, %d messages of history "
+                "and a system prompt of %d bytes. With an API key (MIMI_API_KEY) a real model answers."
+                % (len(tools), len(msgs) - 1, len(system.encode())))
+
+
+def _remember(fact, system, tools):
+    line = "- " + fact + "\n"
+    if _ANCHOR.strip() in _memory_section(system) and "edit_file" in tools:
+        return _say("", [("edit_file", {"path": MEMORY_PATH, "old_text": _ANCHOR, "new_text": _ANCHOR + line})])
+    if "read_file" in tools and "write_file" in tools:
+        return _say("", [("read_file", {"path": MEMORY_PATH})])
+    return _say("The file tools are not offered in this chat, so I cannot write to memory here.")
+
+
+def _after_tool(last, fact, rounds, tools):
+    name, result = last["name"], last["text"]
+    failed = last["is_error"] or result.lower().startswith("error")
+    if rounds >= _MAX_ROUNDS:
+        return _say("I stop here after %d tool calls; the last one (%s) said: %s" % (rounds, name, result[:200]))
+    if name == "get_current_time":
+        if failed:
+            return _say("get_current_time failed: %s" % result[:200])
+        return _say("get_current_time says:\n%s" % result.strip())
+    if fact and name == "edit_file" and failed and "read_file" in tools and "write_file" in tools:
+        return _say("", [("read_file", {"path": MEMORY_PATH})])
+    if fact and name == "read_file":
+        content = "" if failed else result
+        if content and not content.endswith("\n"):
+            content += "\n"
+        return _say("", [("write_file", {"path": MEMORY_PATH, "content": content + "- " + fact + "\n"})])
+    if fact and name in ("edit_file", "write_file"):
+        if failed:
+            return _say("I could not write to memory: %s" % result[:200])
+        return _say("Noted: \"%s\" is now a line in /data/memory/MEMORY.md (%s did it). That file is in "
+                    "my system prompt from the next message on: ask \"what do you remember?\"" % (fact, name))
+    return _say("The tool %s answered: %s" % (name, result[:300]))

@@ -1,0 +1,119 @@
+"""The offline stand-in's rules, on requests in both wire formats."""
+import json
+
+import pytest
+
+from host_sim import brain
+
+TOOLS = ["read_file", "write_file", "edit_file", "list_dir", "get_current_time", "memory_search"]
+MEMORY = "# Long-term memory\n\n## Owner\n- likes tea\n\n## People\n"
+SYSTEM = ("# Who you are\nYou are mimi.\n"
+          "\n# Long-term memory (/data/memory/MEMORY.md)\n" + MEMORY +
+          "\n# Recent daily notes\n- not a memory line\n\n# This turn\nchannel telegram\n")
+
+
+def anthropic(turns, system=SYSTEM, tools=TOOLS):
+    """turns: ("user", text) | ("call", id, name, input) | ("result", id, text, is_error)."""
+    msgs = []
+    for t in turns:
+        if t[0] == "user":
+            msgs.append({"role": "user", "content": t[1]})
+        elif t[0] == "call":
+            msgs.append({"role": "assistant", "content": [{"type": "tool_use", "id": t[1], "name": t[2], "input": t[3]}]})
+        else:
+            msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": t[1], "content": t[2],
+                                                      "is_error": t[3]}]})
+    return {"model": "m", "max_tokens": 1024, "system": system, "messages": msgs,
+            "tools": [{"name": n, "description": "", "input_schema": {"type": "object"}} for n in tools]}
+
+
+def openai(turns, system=SYSTEM, tools=TOOLS):
+    msgs = [{"role": "system", "content": system}]
+    for t in turns:
+        if t[0] == "user":
+            msgs.append({"role": "user", "content": t[1]})
+        elif t[0] == "call":
+            msgs.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": t[1], "type": "function", "function": {"name": t[2], "arguments": json.dumps(t[3])}}]})
+        else:
+            msgs.append({"role": "tool", "tool_call_id": t[1], "content": ("Error: " if t[3] else "") + t[2]})
+    return {"model": "m", "messages": msgs,
+            "tools": [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in tools]}
+
+
+BOTH = pytest.mark.parametrize("fmt", [anthropic, openai], ids=["anthropic", "openai"])
+
+
+@BOTH
+def test_remember_edits_memory_under_the_owner_heading_then_confirms(fmt):
+    r = brain.think(fmt([("user", "Remember that my cat is called Miso.")]))
+    assert r["text"] == ""
+    assert r["calls"] == [("edit_file", {"path": "/data/memory/MEMORY.md", "old_text": "## Owner\n",
+                                         "new_text": "## Owner\n- my cat is called Miso\n"})]
+    r = brain.think(fmt([("user", "Remember that my cat is called Miso."),
+                         ("call", "t1", "edit_file", r["calls"][0][1]),
+                         ("result", "t1", "edited /data/memory/MEMORY.md", False)]))
+    assert r["calls"] == []
+    assert r["text"].startswith(brain.MARK) and "my cat is called Miso" in r["text"] and "edit_file" in r["text"]
+
+
+@BOTH
+def test_remember_without_the_heading_reads_then_writes_the_whole_file(fmt):
+    system = SYSTEM.replace("## Owner\n", "")
+    turns = [("user", "note: the wifi is in the attic")]
+    r = brain.think(fmt(turns, system=system))
+    assert r["calls"] == [("read_file", {"path": "/data/memory/MEMORY.md"})]
+    turns += [("call", "a", "read_file", {"path": "/data/memory/MEMORY.md"}), ("result", "a", "# Mem\n- old", False)]
+    r = brain.think(fmt(turns, system=system))
+    assert r["calls"] == [("write_file", {"path": "/data/memory/MEMORY.md",
+                                          "content": "# Mem\n- old\n- the wifi is in the attic\n"})]
+    turns += [("call", "b", "write_file", r["calls"][0][1]), ("result", "b", "wrote 40 bytes", False)]
+    r = brain.think(fmt(turns, system=system))
+    assert "the wifi is in the attic" in r["text"] and r["calls"] == []
+
+
+@BOTH
+def test_a_failed_edit_falls_back_to_read_and_write(fmt):
+    turns = [("user", "remember my bike is blue"), ("call", "x", "edit_file", {}),
+             ("result", "x", "old_text not found", True)]
+    assert brain.think(fmt(turns))["calls"] == [("read_file", {"path": "/data/memory/MEMORY.md"})]
+
+
+@BOTH
+def test_the_time_comes_from_get_current_time(fmt):
+    r = brain.think(fmt([("user", "What time is it?")]))
+    assert r == {"text": "", "calls": [("get_current_time", {})]}
+    r = brain.think(fmt([("user", "What time is it?"), ("call", "c", "get_current_time", {}),
+                         ("result", "c", "2026-01-01 08:00 Thursday (UTC+08:00)", False)]))
+    assert "2026-01-01 08:00 Thursday" in r["text"] and r["text"].startswith(brain.MARK)
+
+
+@BOTH
+def test_recall_quotes_only_the_memory_section_of_the_system_prompt(fmt):
+    r = brain.think(fmt([("user", "hi"), ("user", "What do you remember?")]))
+    assert "- likes tea" in r["text"] and "not a memory line" not in r["text"] and not r["calls"]
+    r = brain.think(fmt([("user", "what do you remember")], system="# Who you are\n"))
+    assert "no lines" in r["text"]
+
+
+@BOTH
+def test_anything_else_says_it_is_not_a_model_and_what_the_request_held(fmt):
+    r = brain.think(fmt([("user", "one"), ("user", "Tell me a joke")]))
+    assert r["text"].startswith(brain.MARK) and "not a model" in r["text"]
+    assert "6 tools" in r["text"] and "1 messages of history" in r["text"]
+    assert "%d bytes" % len(SYSTEM.encode()) in r["text"]
+
+
+@BOTH
+def test_tools_not_offered_are_never_called(fmt):
+    assert brain.think(fmt([("user", "what time is it")], tools=["read_file"]))["calls"] == []
+    r = brain.think(fmt([("user", "remember x")], tools=["get_current_time"]))
+    assert r["calls"] == [] and "not offered" in r["text"]
+
+
+def test_it_stops_after_a_few_tool_rounds():
+    turns = [("user", "remember z")]
+    for i in range(4):
+        turns += [("call", "r%d" % i, "edit_file", {}), ("result", "r%d" % i, "busy", True)]
+    r = brain.think(anthropic(turns))
+    assert r["calls"] == [] and "stop" in r["text"]
