@@ -1,6 +1,7 @@
 """``python -m host_sim``: the assistant on a desktop.
 
     python -m host_sim                      offline default (no credentials needed)
+    python -m host_sim chat [--flash DIR] [--runtime R] [--log]   the same, with options
     python -m host_sim run --flash DIR [--runtime cpython|micropython]
     python -m host_sim vboard --flash DIR --port P [--no-boot]
 """
@@ -18,6 +19,10 @@ def main(argv=None):
     r.add_argument("--flash", default=os.path.join(hostenv.ROOT, "flash"), help="folder that plays the flash (default ./flash)")
     r.add_argument("--runtime", choices=("cpython", "micropython"), default="cpython")
     r.add_argument("--heap", default="512K", help="MicroPython heap size (micropython runtime)")
+    c = sub.add_parser("chat", help="the offline default: fake Telegram, stand-in model, terminal chat")
+    c.add_argument("--flash", default=None, help="folder that plays the flash (default: a new temporary one, deleted at exit)")
+    c.add_argument("--runtime", choices=("cpython", "micropython"), default="cpython")
+    c.add_argument("--log", action="store_true", help="print the board's console log too")
     v = sub.add_parser("vboard", help="serve a virtual board's REPL on a TCP port (for mpremote, tools/flash.sh)")
     v.add_argument("--flash", required=True, help="folder that plays the board's flash (its /)")
     v.add_argument("--port", type=int, default=7777, help="TCP port on 127.0.0.1 (default 7777)")
@@ -31,9 +36,11 @@ def main(argv=None):
         from host_sim import vboard
 
         return vboard.main(args.flash, args.port, args.heap, args.boot)
-    # Offline default: until the simulator's chat lands, boot the firmware on ./flash.
-    print("mimi host simulator: booting the firmware on ./flash (Ctrl-C stops it)")
-    return launcher.run(os.path.join(hostenv.ROOT, "flash"))
+    from host_sim import chat
+
+    if args.cmd == "chat":
+        return chat.main(args.flash, args.runtime, args.log)
+    return chat.main()  # the offline default
 
 
 if __name__ == "__main__":
