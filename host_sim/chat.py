@@ -15,7 +15,8 @@ whose settings a run with real credentials uses; ``--flash DIR`` uses and keeps 
 instead. The board's console log goes to ``DIR/console.log`` (``--log`` prints it too).
 
 Ctrl-C or Ctrl-D (end of input) quits: the firmware is stopped as on SIGINT, the fakes
-close. With input from a pipe, the chat waits for the answers before quitting.
+close. With input from a pipe, each line waits for its answer before the next is sent,
+and the chat quits after the last answer: ``echo "what time is it?" | python -m host_sim``.
 """
 import json
 import os
@@ -199,6 +200,8 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
             if not interactive:
                 chat.say("you> " + line)
             chat.send(line)
+            if not interactive:
+                chat.wait_answers()  # a conversation, one message at a time
     except KeyboardInterrupt:
         chat.say("")
     finally:
