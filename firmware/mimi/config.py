@@ -69,6 +69,30 @@ SETTINGS = {
     "board": ("board", "esp32-s3-devkitc-1", False),
 }
 
+# -- llm (issue 4; mimi/llm/) ------------------------------------------------------------
+LLM_RESPONSE_MAX_BYTES = const(36864)  # the one reply buffer: a 32 KB answer plus its JSON
+LLM_MAX_TOKENS = const(4096)  # per reply; about 16 KB of English, fits the buffer
+LLM_TIMEOUT_MS = const(120000)  # each read: a non-streamed reply arrives all at once
+LLM_DEADLINE_MS = const(300000)  # one attempt, whole
+LLM_MAX_ATTEMPTS = const(3)  # the SDKs' DEFAULT_MAX_RETRIES = 2, plus the first try
+LLM_RETRY_BASE_MS = const(500)  # SDKs' INITIAL_RETRY_DELAY
+LLM_RETRY_MAX_MS = const(8000)  # SDKs' MAX_RETRY_DELAY
+LLM_RETRY_AFTER_MAX_S = const(60)  # a longer retry-after is not waited for
+LLM_ANTHROPIC_VERSION = "2023-06-01"
+USAGE_PATH = STATE_DIR + "/usage.json"  # tokens per day
+USAGE_SAVE_S = const(600)  # token counts are written at most this often (flash wear)
+USAGE_DAYS = const(14)  # days of token counts kept
+# One API key per preset (falls back to api_key), so switching needs no re-entry.
+SETTINGS["key_anthropic"] = ("k_anthropic", "", True)
+SETTINGS["key_openai"] = ("k_openai", "", True)
+SETTINGS["key_openrouter"] = ("k_openrouter", "", True)
+SETTINGS["key_deepseek"] = ("k_deepseek", "", True)
+SETTINGS["key_ollama"] = ("k_ollama", "", True)
+SETTINGS["key_lmstudio"] = ("k_lmstudio", "", True)
+SETTINGS["key_custom"] = ("k_custom", "", True)
+# Tool groups a group chat may use besides the safe ones ("file,cron", "all"; issue 4).
+SETTINGS["group_tools"] = ("group_tools", "", False)
+
 _cache = {}
 
 

@@ -27,8 +27,8 @@ class FakeServer:
     """Base of the fakes: subclasses implement ``handle(req) -> Out``.
 
     ``req`` is a dict ``{"method", "path", "query", "headers" (lower-case names), "body"
-    (bytes), "json" (parsed body or None)}``; it is appended to ``requests`` before
-    ``handle`` runs.
+    (bytes), "json" (parsed body or None), "time"}``; it is appended to ``requests``
+    before ``handle`` runs (except paths under ``/_fake/``, a fake's control API).
     """
 
     def __init__(self):
@@ -96,8 +96,9 @@ class FakeServer:
                "query": dict(p.split("=", 1) for p in query.split("&") if "=" in p),
                "headers": {k.lower(): v for k, v in h.headers.items()}, "body": body, "json": parsed,
                "time": time.monotonic()}
-        with self.lock:
-            self.requests.append(req)
+        if not path.startswith("/_fake/"):  # the control API is not recorded
+            with self.lock:
+                self.requests.append(req)
         out = self.handle(req)
         out.send(h, self)
 

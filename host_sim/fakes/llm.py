@@ -19,6 +19,9 @@ own format:
 - options on any reply: ``.slow(seconds)``, ``.chunked()``, ``.thinking(text)``
   (OpenAI: ``reasoning_content``; ``.think_tags()`` puts it in ``<think>`` tags in
   content instead), ``.drop()`` (close without answering), ``usage=(in, out)``.
+A client that cannot hold the Python object (firmware under ``micropython``) drives the
+fake over HTTP: ``POST /_fake/script`` with a JSON list of ``Reply.to_dict()`` forms,
+``GET /_fake/requests`` (what arrived, as JSON), ``POST /_fake/reset``.
 When the script is empty the fake answers ``Reply.text("ok")`` (or calls ``responder(req)``
 if set). ``strict`` (default True) makes the fake refuse, with the API's 400 error, what
 the real API refuses: a missing key or version header, a tool result without its tool
@@ -96,6 +99,25 @@ class Reply:
         self.reasoning_in_tags = True
         return self
 
+    # -- as JSON (the control API) ----------------------------------------------------------
+
+    _FIELDS = ("kind", "text_", "stop", "calls", "status", "err_kind", "message", "code", "retry_after",
+               "retry_after_ms", "usage", "delay_s", "chunked_", "drop_", "reasoning", "reasoning_in_tags")
+
+    def to_dict(self):
+        return {k.rstrip("_"): getattr(self, k) for k in self._FIELDS}
+
+    @classmethod
+    def from_dict(cls, d):
+        r = cls(d.get("kind", "text"))
+        for k in cls._FIELDS:
+            if k.rstrip("_") in d:
+                setattr(r, k, d[k.rstrip("_")])
+        r.calls = [tuple(c) for c in (r.calls or [])]
+        if r.usage:
+            r.usage = tuple(r.usage)
+        return r
+
 
 def _rid(prefix):
     return prefix + os.urandom(12).hex()
@@ -133,7 +155,29 @@ class _FakeLLM(FakeServer):
             return self.responder(req)
         return Reply.text("ok")
 
+    def reset(self):
+        with self.lock:
+            self._script = []
+            self.requests = []
+
+    def _control(self, req):
+        if req["path"] == "/_fake/script":
+            self.script(*[Reply.from_dict(d) for d in (req["json"] or [])])
+            return Out(200, {"queued": self.pending})
+        if req["path"] == "/_fake/requests":
+            keep = ("method", "path", "headers", "json", "time")
+            # Raw UTF-8, not \u escapes: MicroPython's json.loads splits escaped emoji
+            # into lone surrogates, and the firmware-side tests compare text exactly.
+            data = [{k: r[k] for k in keep} for r in self.requests]
+            return Out(200, json.dumps(data, ensure_ascii=False).encode())
+        if req["path"] == "/_fake/reset":
+            self.reset()
+            return Out(200, {"ok": True})
+        return Out(404, {"error": "no such control path"})
+
     def handle(self, req):
+        if req["path"].startswith("/_fake/"):
+            return self._control(req)
         if req["method"] != "POST" or req["path"] != self.PATH:
             return self._error_out(Reply.error(404, message="Not found: %s %s" % (req["method"], req["path"])))
         problem = self.check(req)
@@ -236,19 +280,34 @@ class FakeAnthropic(_FakeLLM):
                 "request_id": _rid("req_")}
 
 
+def _combine(msgs):
+    """The API combines consecutive turns of one role into one (Messages API docs)."""
+    out = []
+    for m in msgs:
+        if not isinstance(m, dict):
+            return None
+        c = m.get("content")
+        blocks = [{"type": "text", "text": c}] if isinstance(c, str) else c
+        if out and out[-1]["role"] == m.get("role") and isinstance(blocks, list):
+            out[-1]["content"] = out[-1]["content"] + blocks
+        else:
+            out.append({"role": m.get("role"), "content": blocks})
+    return out
+
+
 def _check_anthropic_messages(msgs):
     if not isinstance(msgs, list) or not msgs:
         return 400, "messages: at least one message is required"
+    msgs = _combine(msgs)
+    if msgs is None:
+        return 400, "messages: each message must be an object"
     if msgs[0].get("role") != "user":
         return 400, "messages: first message must use the \"user\" role"
-    prev_role = None
     open_ids = []
     for i, m in enumerate(msgs):
         role = m.get("role")
         if role not in ("user", "assistant"):
             return 400, "messages.%d.role: must be user or assistant" % i
-        if role == prev_role:
-            return 400, "messages: roles must alternate between \"user\" and \"assistant\""
         content = m.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
@@ -279,7 +338,6 @@ def _check_anthropic_messages(msgs):
             if b.get("type") == "text" and not b.get("text"):
                 if not (role == "assistant" and i == len(msgs) - 1):
                     return 400, "messages.%d: text content blocks must be non-empty" % i
-        prev_role = role
     if open_ids:
         return 400, "messages: the last assistant message has tool_use blocks without results"
     return None
@@ -375,7 +433,7 @@ def _check_openai_messages(msgs):
             open_ids = [c.get("id") for c in calls]
             if len(set(open_ids)) != len(open_ids):
                 return 400, "Duplicate tool_call ids in messages[%d]." % i
-            if not calls and m.get("content") in (None, ""):
+            if not calls and m.get("content") is None:
                 return 400, "Invalid 'messages[%d]': assistant content or tool_calls required." % i
         elif m.get("content") is None:
             return 400, "Invalid 'messages[%d].content': expected a string, got null." % i
