@@ -32,6 +32,11 @@ STATE_DIR = DATA + "/state"  # small runtime state: Telegram offset, token count
 AGENT_MAX_ROUNDS = const(10)  # LLM calls per inbound message
 AGENT_HISTORY_MSGS = const(20)  # messages of history sent with each request
 AGENT_CONTEXT_BYTES = const(16384)  # the system prompt buffer
+AGENT_POLL_MS = const(500)  # how long run() waits on the inbound queue between stop checks
+AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note...
+AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever comes first
+AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
+AGENT_GROUP_DENIED = ("file", "gpio", "cron")  # tool groups group chats do not get by default
 
 # -- bus -------------------------------------------------------------------------------
 BUS_INBOUND_MAX = const(8)

@@ -15,9 +15,21 @@ on a computer, not on the board: set ``base_url`` to ``http://<computer's IP>:11
 (or ``:1234/v1``).
 """
 from mimi import config, log
-from mimi.llm.common import LLMError  # noqa: F401 - part of this package's interface
 
 TAG = "llm"
+
+
+class LLMError(Exception):
+    """A call that failed for good: ``user_message`` is short, names the cause, and is
+    safe to show (no key, no traceback); ``status`` is the HTTP status or None;
+    ``retryable`` says whether trying again later may help. (Defined here, not in
+    ``common``, so importing the package does not load the HTTP client.)"""
+
+    def __init__(self, user_message, status=None, retryable=False):
+        super().__init__(user_message)
+        self.user_message = user_message
+        self.status = status
+        self.retryable = retryable
 
 # name -> (protocol, base URL, starting model, needs a key)
 PRESETS = {

@@ -17,6 +17,7 @@ import os
 from micropython import const
 
 from mimi import config, log, seam
+from mimi.llm import LLMError  # noqa: F401 - providers raise it as common.LLMError
 from mimi.net import http
 
 TAG = "llm"
@@ -24,18 +25,6 @@ _SLICE = const(1024)  # bytes of the system prompt escaped per json.dumps call
 _ERR_MSG_MAX = const(160)  # characters of the API's own error message shown to the user
 
 _buf = None
-
-
-class LLMError(Exception):
-    """A call that failed for good: ``user_message`` is short, names the cause, and is
-    safe to show (no key, no traceback); ``status`` is the HTTP status or None;
-    ``retryable`` says whether trying again later may help."""
-
-    def __init__(self, user_message, status=None, retryable=False):
-        super().__init__(user_message)
-        self.user_message = user_message
-        self.status = status
-        self.retryable = retryable
 
 
 def init(size=None):

@@ -8,11 +8,11 @@ to ``seam.tls_context`` one by one. The parsed context is built once and shared 
 connections; ``reset()`` after adding a file.
 """
 import binascii
-import os
 
 from micropython import const
 
 from mimi import config, log, seam
+from mimi.storage import fs
 
 TAG = "tls"
 _LINE_MAX = const(256)  # PEM lines are 64 characters; longer ones are not PEM
@@ -25,10 +25,9 @@ def files(folder=None):
     """Device paths of the PEM files to trust: ``ca.pem`` first, then the others sorted."""
     folder = folder or config.CERTS_DIR
     try:
-        names = os.listdir(seam.real_path(folder))
+        names = sorted(e[0] for e in fs.listdir(folder) if not e[1] and e[0].endswith(".pem"))
     except OSError:
         return []
-    names = sorted(n for n in names if n.endswith(".pem"))
     if "ca.pem" in names:
         names.remove("ca.pem")
         names.insert(0, "ca.pem")
@@ -43,7 +42,7 @@ def ders(paths):
     """
     for path in paths:
         try:
-            f = open(seam.real_path(path), "rb")
+            f, _ = fs.open_read(path)
         except OSError as e:
             log.warn(TAG, "cannot open %s: %s", path, e)
             continue
