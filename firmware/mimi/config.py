@@ -142,6 +142,12 @@ SETTINGS["key_deepseek"] = ("k_deepseek", "", True)
 SETTINGS["key_ollama"] = ("k_ollama", "", True)
 SETTINGS["key_lmstudio"] = ("k_lmstudio", "", True)
 SETTINGS["key_custom"] = ("k_custom", "", True)
+# web_search (mimi/tools/web.py): offered only when search_key is set.
+WEB_BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
+WEB_TAVILY_URL = "https://api.tavily.com/search"
+WEB_RESULTS_MAX = const(10)
+WEB_SNIPPET_MAX_CHARS = const(300)
+WEB_TIMEOUT_MS = const(20000)
 # Tool groups a group chat may use besides the safe ones ("file,cron", "all"; issue 4).
 SETTINGS["group_tools"] = ("group_tools", "", False)
 
