@@ -41,7 +41,8 @@ def test_cpython(name, env, monkeypatch):
         mpcase.run_cpython(CASES, name)
     finally:
         common._sleep_ms = real
-        common._buf = None
+        import mimi.llm as llm
+        llm._buf = None
 
 
 @pytest.mark.parametrize("name", mpcase.case_names(CASES))

@@ -242,3 +242,10 @@ def test_missing_key_is_a_clear_error_before_any_request():
     llm.reset()
     e = support.raises(common.LLMError, llm.current().chat, "sys", [{"role": "user", "content": "hi"}])
     assert "no API key" in e.user_message
+
+
+def test_surrogate_escapes_are_detected_in_the_raw_reply():
+    for raw, want in ((b'{"t":"a\\ud83d\\ude00"}', True), (b'{"t":"\\uD83D\\uDE00"}', True),
+                      (b'{"t":"\\u00e9 \\ud7ff"}', False), (b'{"t":"plain"}', False), (b'\\ud', False)):
+        buf = bytearray(raw) + bytearray(8)
+        assert common._utf16_escapes(buf, len(raw)) == want, raw

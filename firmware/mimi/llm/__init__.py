@@ -43,6 +43,22 @@ PRESETS = {
 }
 
 _current = None
+_buf = None
+
+
+def init(size=None):
+    """Allocate the one reply buffer (``LLM_RESPONSE_MAX_BYTES``) and return it.
+
+    Call early at boot, before the heap fragments: it is one large block, and importing
+    the rest of the firmware first can leave no free run that long (a 256 KB heap after
+    the imports has lots of free bytes but no 36 KB run). Importing this package is light
+    (it does not load the HTTP client). Later calls return the same buffer.
+    """
+    global _buf
+    if _buf is None or (size and len(_buf) != size):
+        _buf = None
+        _buf = bytearray(size or config.LLM_RESPONSE_MAX_BYTES)
+    return _buf
 
 
 def _key(name):

@@ -70,9 +70,9 @@ class Provider:
         """
         if not self._key:
             raise common.LLMError("no API key is set for %s" % self.name)
-        d = common.call(self.url(), self.headers(),
-                        self.writer(system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), self.name)
-        return parse(d)
+        d, esc = common.call(self.url(), self.headers(),
+                             self.writer(system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), self.name)
+        return parse(d, esc)
 
 
 def _messages(w, messages):
@@ -141,8 +141,10 @@ def _messages(w, messages):
         w("]}")
 
 
-def parse(d):
-    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage)."""
+def parse(d, esc=True):
+    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage).
+
+    ``esc``: the raw reply held UTF-16 surrogate escapes (see ``common.repair_utf16``)."""
     if not isinstance(d, dict) or not isinstance(d.get("content"), list):
         raise common.LLMError("anthropic sent a reply without content", 200, True)
     texts = []
@@ -150,7 +152,8 @@ def parse(d):
     for b in d["content"]:
         t = b.get("type") if isinstance(b, dict) else None
         if t == "text":
-            texts.append(common.repair_utf16(b.get("text") or ""))
+            t = b.get("text") or ""
+            texts.append(common.repair_utf16(t) if esc else t)
         elif t == "tool_use":
             inp = b.get("input")
             call = {"id": b.get("id") or "toolu_%d" % len(calls), "name": b.get("name") or "",
@@ -164,4 +167,6 @@ def parse(d):
     u = d.get("usage") or {}
     usage = ((u.get("input_tokens") or 0) + (u.get("cache_read_input_tokens") or 0)
              + (u.get("cache_creation_input_tokens") or 0), u.get("output_tokens") or 0)
-    return {"text": common.strip_think("".join(texts)), "tool_calls": calls, "stop": stop, "usage": usage}
+    text = texts[0] if len(texts) == 1 else "".join(texts)  # no copy of a long single text
+    texts = d = None
+    return {"text": common.strip_think(text), "tool_calls": calls, "stop": stop, "usage": usage}

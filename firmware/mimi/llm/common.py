@@ -17,22 +17,13 @@ import os
 from micropython import const
 
 from mimi import config, log, seam
-from mimi.llm import LLMError  # noqa: F401 - providers raise it as common.LLMError
+from mimi.llm import LLMError, init  # noqa: F401 - providers use them as common.*
 from mimi.net import http
 
 TAG = "llm"
 _SLICE = const(1024)  # bytes of the system prompt escaped per json.dumps call
 _ERR_MSG_MAX = const(160)  # characters of the API's own error message shown to the user
-
-_buf = None
-
-
-def init(size=None):
-    """Allocate the reply buffer once (``LLM_RESPONSE_MAX_BYTES``); call early, at boot."""
-    global _buf
-    if _buf is None or (size and len(_buf) != size):
-        _buf = bytearray(size or config.LLM_RESPONSE_MAX_BYTES)
-    return _buf
+_COLLECT_OVER = const(8192)  # reply bytes above which the heap is collected before parsing
 
 
 # -- writing JSON --------------------------------------------------------------------
@@ -182,8 +173,21 @@ def _host(url):
         return url
 
 
+def _utf16_escapes(buf, n):
+    """True when the raw reply holds a ``\\uD800``-``\\uDBFF`` escape (a surrogate pair,
+    which MicroPython's ``json.loads`` splits); only then is ``repair_utf16`` needed."""
+    for pat in (b"\\ud", b"\\uD"):
+        i = buf.find(pat, 0, n)
+        while 0 <= i < n - 3:
+            if buf[i + 3] in b"89abAB":
+                return True
+            i = buf.find(pat, i + 3, n)
+    return False
+
+
 def call(url, headers, writer, name):
-    """POST the JSON that ``writer`` streams to ``url`` and return the parsed reply dict.
+    """POST the JSON that ``writer`` streams to ``url``; return ``(reply dict, escapes)``,
+    ``escapes`` True when the reply may hold split surrogate pairs (``repair_utf16``).
 
     ``name``: the provider's name for messages ("anthropic"). Retries as the module says;
     raises ``LLMError`` at the end. The reply is parsed from the shared buffer, which the
@@ -206,8 +210,12 @@ def call(url, headers, writer, name):
                 if r.truncated:
                     raise LLMError("the reply was larger than the %d KB the device can hold; ask for a shorter "
                                    "answer" % (len(buf) // 1024), 200)
+                n = len(r.body)
+                if n > _COLLECT_OVER:  # free garbage first: parsing needs a run as long as the text
+                    r = None
+                    seam.collect()
                 try:
-                    return r.json()
+                    return seam.loads_view(memoryview(buf)[:n]), _utf16_escapes(buf, n)
                 except ValueError:
                     err = LLMError("%s sent a reply that is not valid JSON" % name, 200, True)
             else:

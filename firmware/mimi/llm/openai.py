@@ -83,9 +83,9 @@ class Provider:
         """
         if self._needs_key and not self._key:
             raise common.LLMError("no API key is set for %s" % self.name)
-        d = common.call(self.url(), self.headers(),
-                        self.writer(system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), self.name)
-        return parse(d, self.name)
+        d, esc = common.call(self.url(), self.headers(),
+                             self.writer(system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), self.name)
+        return parse(d, self.name, esc)
 
 
 def _message(w, m, first):
@@ -130,8 +130,15 @@ def _message(w, m, first):
     return True
 
 
-def parse(d, name="openai"):
-    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage)."""
+def _same(s):
+    return s
+
+
+def parse(d, name="openai", esc=True):
+    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage).
+
+    ``esc``: the raw reply held UTF-16 surrogate escapes (see ``common.repair_utf16``)."""
+    fix = common.repair_utf16 if esc else _same
     try:
         choice = d["choices"][0]
         msg = choice["message"]
@@ -145,9 +152,9 @@ def parse(d, name="openai"):
         if err:
             call["error"] = err
         calls.append(call)
-    text = common.strip_think(common.repair_utf16(msg.get("content") or ""))
+    text = common.strip_think(fix(msg.get("content") or ""))
     if not text and not calls:
-        text = common.strip_think(common.repair_utf16(msg.get("reasoning_content") or msg.get("reasoning") or ""))
+        text = common.strip_think(fix(msg.get("reasoning_content") or msg.get("reasoning") or ""))
     stop = _STOP.get(choice.get("finish_reason"), "end")
     if calls and stop == "end":
         stop = "tool_use"  # some servers say "stop" with tool calls
