@@ -69,3 +69,22 @@ def test_openai_compatible_end_to_end_with_read_file():
     msgs = reqs[1]["json"]["messages"]
     assert msgs[0]["role"] == "system"
     assert msgs[-1]["role"] == "tool" and msgs[-1]["content"] == "- buy milk\n- call mum\n"
+
+
+def test_real_context_reaches_the_request():
+    from mimi.agent.context import Context
+    root = support.fresh_flash()
+    support.write(root + "/data/config/SOUL.md", "# Soul\nI am mimi-under-test, fond of radishes.\n")
+    registry.clear()
+    common._sleep_ms = lambda ms: None
+    url = os.getenv("MIMI_T_ANTHROPIC")
+    llm.set_key("sk-FAKE-0123456789", "anthropic")
+    llm.switch("anthropic", "test-model", url)
+    fakectl.reset(url)
+    fakectl.script(url, fakectl.reply("text", text="Radishes, always."))
+    a = loop.Agent(busmod.Bus(8, 16), Context())
+    assert a.handle({"channel": "telegram", "chat_id": "9", "text": "favourite food?", "session": "tg_9"}) \
+        == "Radishes, always."
+    system = fakectl.requests(url)[0]["json"]["system"]
+    assert "fond of radishes" in system
+    assert "9" in system  # the turn block names the chat
