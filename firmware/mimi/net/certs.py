@@ -4,8 +4,10 @@
 api.anthropic.com, api.openai.com, api.telegram.org; README "LLM providers and HTTP");
 the owner may drop more ``*.pem`` files beside it for a self-hosted server. The unix
 port's mbedTLS cannot parse PEM, so each certificate is decoded to DER here and handed
-to ``seam.tls_context`` one by one. The parsed context is built once and shared by all
-connections; ``reset()`` after adding a file.
+to ``seam.tls_context`` one by one. A context is built once per thread and reused by
+that thread's connections (MicroPython's context holds the random generator its
+handshakes draw from, and the unix port runs threads without a global lock, so two
+threads never share one); ``reset()`` after adding a file. Each costs about 3 KB.
 """
 import binascii
 
@@ -18,7 +20,7 @@ TAG = "tls"
 _LINE_MAX = const(256)  # PEM lines are 64 characters; longer ones are not PEM
 _CERT_B64_MAX = const(8192)  # base64 of one certificate (a 4096-bit root is about 1.9 KB)
 
-_ctx = None
+_ctxs = {}  # thread id -> context
 
 
 def files(folder=None):
@@ -79,24 +81,24 @@ def ders(paths):
 
 
 def context():
-    """The shared verifying TLS context, built on first use from ``files()``.
+    """This thread's verifying TLS context, built on its first use from ``files()``.
 
     Raises ``seam.TLSError`` when no certificate could be loaded (then no HTTPS request
     can be verified: the message says where the bundle belongs).
     """
-    global _ctx
-    if _ctx is None:
+    tid = seam.thread_id()
+    ctx = _ctxs.get(tid)
+    if ctx is None:
         ctx, n, bad = seam.tls_context(ders(files()))
         if bad:
             log.warn(TAG, "%d certificates in %s could not be parsed, skipped", bad, config.CERTS_DIR)
         if not n:
             raise seam.TLSError("no CA certificates in %s (copy spiffs_seed/certs there)" % config.CERTS_DIR)
         log.info(TAG, "%d CA certificates loaded", n)
-        _ctx = ctx
-    return _ctx
+        _ctxs[tid] = ctx
+    return ctx
 
 
 def reset():
-    """Forget the built context (after a certificate file was added or removed)."""
-    global _ctx
-    _ctx = None
+    """Forget the built contexts (after a certificate file was added or removed)."""
+    _ctxs.clear()
