@@ -73,6 +73,9 @@ def test_openai_body():
     assert p.headers()["authorization"] == "Bearer sk-FAKE"
     assert "authorization" not in openai.Provider("ollama", "http://h/v1", "", "m", False).headers()
     b = _body(p.writer(memoryview(SYSTEM.encode()), HISTORY, [TOOL], 300))
+    assert b["max_completion_tokens"] == 300 and "max_tokens" not in b
+    other = _body(openai.Provider("ollama", "http://h/v1", "", "m", False).writer(None, HISTORY[:1], None, 77))
+    assert other["max_tokens"] == 77 and other["messages"] == [{"role": "user", "content": "read two files"}]
     assert b["tools"] == [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                                             "parameters": TOOL.schema}}]
     m = b["messages"]

@@ -47,8 +47,9 @@ class Provider:
         def write_body(w):
             w('{"model":')
             common.dump(w, self.model)
-            # max_tokens, not max_completion_tokens: every compatible server reads it.
-            w(',"max_tokens":%d' % max_tokens)
+            # OpenAI itself wants max_completion_tokens (its reasoning models refuse
+            # max_tokens); compatible servers know only max_tokens.
+            w(',"%s":%d' % ("max_completion_tokens" if self.name == "openai" else "max_tokens", max_tokens))
             if tools:
                 w(',"tools":[')
                 for i, t in enumerate(tools):
