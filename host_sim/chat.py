@@ -3,11 +3,12 @@
 No account, key or board: a local fake Telegram (``host_sim/fakes/telegram.py``) and a
 fake Anthropic server (``host_sim/fakes/llm.py``) whose answers come from the stand-in in
 ``host_sim/brain.py``, which says plainly that it is not a real model. The firmware boots
-unchanged (``python -m host_sim run``, the CPython runtime by default) with its settings
-pointed at them through the ``MIMI_*`` variables, and polls the fake Telegram as it would
-the real one. What you type arrives there as a message from an allowed private chat; what
-the firmware sends back prints as the chat would show it, and between them the tool calls
-the model asked for and what the tools answered.
+unchanged (``python -m host_sim run``, the CPython runtime by default, through
+``host_sim.harness.Sim``) with its settings pointed at them through the ``MIMI_*``
+variables, and polls the fake Telegram as it would the real one. What you type arrives
+there as a message from an allowed private chat; what the firmware sends back prints as
+the chat would show it, and between them the tool calls the model asked for and what the
+tools answered.
 
 The flash folder is a new temporary folder (printed at start, deleted at exit), so every
 run starts as a fresh board and nothing of it is left behind or mixed with ``./flash``,
@@ -21,19 +22,14 @@ and the chat quits after the last answer: ``echo "what time is it?" | python -m 
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from host_sim import brain, hostenv
+from host_sim import brain, harness
 
-CHAT_ID = 1001  # "you": a private chat on the allowlist
-TOKEN = "123456:OFFLINE-fake-token"
-API_KEY = "sk-ant-OFFLINE-fake-key"
-ANSWER_WAIT_S = 60  # after end of input: how long to wait for outstanding answers
+ANSWER_WAIT_S = 60  # how long a piped line waits for its answer
 _PREVIEW = 160  # characters of a tool's input or result shown
 
 
@@ -47,20 +43,16 @@ class OfflineChat:
 
     def __init__(self, flash_dir=None, runtime="cpython", out=None, show_log=False):
         self.keep = flash_dir is not None
-        self.flash = os.path.abspath(flash_dir) if flash_dir else tempfile.mkdtemp(prefix="mimi-offline-")
-        self.runtime = runtime
+        flash = os.path.abspath(flash_dir) if flash_dir else tempfile.mkdtemp(prefix="mimi-offline-")
+        os.makedirs(flash, exist_ok=True)
         self.out = out or sys.stdout
-        self.show_log = show_log
-        self.tg = None
-        self.llm = None
-        self.proc = None
+        self.sim = harness.Sim(flash, runtime, "anthropic", model="offline-stand-in",
+                               log_sink=(lambda line: self.say("  | " + line)) if show_log else None)
+        self.flash = flash
         self.sent = 0  # messages typed
         self.answered = 0  # of them, answered by at least one message
-        self._seen = 0  # Telegram calls looked at
         self._print_lock = threading.Lock()
         self._stop = threading.Event()
-
-    # -- output ------------------------------------------------------------------------
 
     def say(self, text):
         with self._print_lock:
@@ -87,86 +79,42 @@ class OfflineChat:
 
     def _watch(self):
         # Messages the firmware sent to our chat, as the chat shows them.
-        last_user_turn = -1
+        seen = 0
         while not self._stop.is_set():
-            calls = self.tg.calls
-            while self._seen < len(calls):
-                c = calls[self._seen]
-                self._seen += 1
-                if not c.ok or str(c.params.get("chat_id")) != str(CHAT_ID):
-                    continue
-                if c.method == "sendMessage":
-                    self.say("mimi> " + c.result.get("text", "").replace("\n", "\n      "))
-                    if last_user_turn != self.sent:
-                        last_user_turn = self.sent
-                        self.answered = self.sent
+            msgs = self.sim.messages()
+            for c in msgs[seen:]:
+                self.say("mimi> " + c.result.get("text", "").replace("\n", "\n      "))
+                self.answered = self.sent
+            seen = len(msgs)
             self._stop.wait(0.05)
 
-    def _pump_log(self, stream, path):
-        with open(path, "ab") as log:
-            for line in iter(stream.readline, b""):
-                log.write(line)
-                log.flush()
-                if self.show_log:
-                    self.say("  | " + line.decode(errors="replace").rstrip())
-
-    # -- life ----------------------------------------------------------------------------
-
     def start(self):
-        """Start the fakes and boot the firmware against them."""
-        from host_sim.fakes.llm import FakeAnthropic
-        from host_sim.fakes.telegram import FakeTelegram
-
-        self.tg = FakeTelegram(token=TOKEN, username="mimi_offline_bot").start()
-        self.llm = FakeAnthropic(api_key=API_KEY, model="offline-stand-in")
-        self.llm.responder = self._respond
-        self.llm.start()
-        env = dict(os.environ)
-        for k in list(env):
-            if k.startswith("MIMI_"):
-                del env[k]  # real credentials in the shell never reach the fakes' board
-        env.update(MIMI_TG_TOKEN=TOKEN, MIMI_TG_API_BASE=self.tg.url, MIMI_PROVIDER="anthropic",
-                   MIMI_API_KEY=API_KEY, MIMI_MODEL="offline-stand-in", MIMI_LLM_BASE_URL=self.llm.base_url,
-                   MIMI_ALLOWED_CHATS=str(CHAT_ID), PYTHONUNBUFFERED="1",
-                   PYTHONPATH=hostenv.ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        cmd = [sys.executable, "-m", "host_sim", "run", "--flash", self.flash, "--runtime", self.runtime]
-        # Its own session: Ctrl-C in the terminal is ours; we stop the board ourselves.
-        self.proc = subprocess.Popen(cmd, env=env, cwd=hostenv.ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        threading.Thread(target=self._pump_log, args=(self.proc.stdout, os.path.join(self.flash, "console.log")),
-                         daemon=True).start()
+        """Start the fakes and boot the firmware against them (without waiting for it)."""
+        self.sim.start_fakes()
+        self.sim.llm.responder = self._respond
+        self.sim.boot(wait=False)
         threading.Thread(target=self._watch, daemon=True).start()
 
     def send(self, text):
         """Deliver ``text`` to the firmware as a Telegram message from our chat."""
         self.sent += 1
-        self.tg.inject_text(CHAT_ID, text)
+        self.sim.send(text)
 
     def wait_answers(self, timeout_s=ANSWER_WAIT_S):
         """Wait until every message typed so far got an answer (or ``timeout_s``)."""
         deadline = time.time() + timeout_s
-        while self.answered < self.sent and time.time() < deadline and self.proc.poll() is None:
+        while self.answered < self.sent and time.time() < deadline and self.sim.alive():
             time.sleep(0.05)
         time.sleep(0.3)  # the rest of a reply split in several messages
 
     def stop(self):
         """Stop the firmware (SIGINT, as Ctrl-C on a board's console), then the fakes."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._stop.set()
-        for f in (self.tg, self.llm):
-            if f is not None:
-                f.stop()
-        if not self.keep:
-            shutil.rmtree(self.flash, ignore_errors=True)
-
-    def board_alive(self):
-        return self.proc is not None and self.proc.poll() is None
+        try:
+            self.sim.stop()
+        finally:
+            self._stop.set()
+            if not self.keep:
+                shutil.rmtree(self.flash, ignore_errors=True)
 
 
 def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
@@ -193,8 +141,8 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
             line = line.strip()
             if not line:
                 continue
-            if not chat.board_alive():
-                chat.say("the board stopped (see %s)" % os.path.join(chat.flash, "console.log"))
+            if not chat.sim.alive():
+                chat.say("the board stopped (see %s)" % chat.sim.log_path)
                 rc = 1
                 break
             if not interactive:
