@@ -241,22 +241,33 @@ def run(flash_dir, runtime="cpython", heap="512K", env_extra=None):
         cmd = [exe, "-X", "heapsize=" + heap, board, hostenv.FIRMWARE]
     else:
         cmd = [sys.executable, "-m", "host_sim.cpython_board"]
-    while True:
-        names = apply_env_settings(flash_dir, env)
-        if names:
-            print("[sim] settings from the environment: %s" % ", ".join(names), flush=True)
-        proc = subprocess.Popen(cmd, env=env, cwd=flash_dir)
+    current = [None]
+    stopping = [False]
 
-        def forward(signum, frame, proc=proc):
-            proc.send_signal(signal.SIGINT)
+    def forward(signum, frame):
+        stopping[0] = True
+        p = current[0]
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGINT)
 
-        old_int = signal.signal(signal.SIGINT, forward)
-        old_term = signal.signal(signal.SIGTERM, forward)
-        try:
+    # Handlers go in before the first start: a handled signal is back at its default in
+    # the board, even when this process began with SIGINT ignored (a background job of a
+    # non-interactive shell), so Ctrl-C and SIGTERM always reach the firmware.
+    old_int = signal.signal(signal.SIGINT, forward)
+    old_term = signal.signal(signal.SIGTERM, forward)
+    try:
+        while True:
+            names = apply_env_settings(flash_dir, env)
+            if names:
+                print("[sim] settings from the environment: %s" % ", ".join(names), flush=True)
+            proc = subprocess.Popen(cmd, env=env, cwd=flash_dir)
+            current[0] = proc
+            if stopping[0]:
+                forward(signal.SIGINT, None)  # it came while the board was starting
             rc = proc.wait()
-        finally:
-            signal.signal(signal.SIGINT, old_int)
-            signal.signal(signal.SIGTERM, old_term)
-        if rc != RESET_EXIT:
-            return rc
-        print("[sim] the board reset; booting again", flush=True)
+            if rc != RESET_EXIT or stopping[0]:
+                return rc
+            print("[sim] the board reset; booting again", flush=True)
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
