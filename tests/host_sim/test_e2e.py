@@ -35,9 +35,16 @@ def sim(request, tmp_path_factory):
 @pytest.fixture(scope="module", autouse=True)
 def _stop_boards():
     yield
-    for s in _boards.values():
-        assert s.stop() == 0, s.log()[-4000:]
+    boards = list(_boards.values())
     _boards.clear()
+    status = []
+    for s in boards:  # stop them all, then judge
+        try:
+            status.append((s.stop(), s))
+        except RuntimeError as e:
+            status.append((str(e), s))
+    for rc, s in status:
+        assert rc == 0, "%s\n%s" % (rc, s.log()[-4000:])
 
 
 def _turns(sim):

@@ -37,7 +37,11 @@ class VBoard:
         self.proc = subprocess.Popen([sys.executable, "-u", "-m", "host_sim", "vboard", "--flash", str(flash),
                                       "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         line = self.proc.stdout.readline()
-        self.port = "socket://127.0.0.1:%s" % re.search(rb":(\d+) ", line).group(1).decode()
+        m = re.search(rb"socket://127\.0\.0\.1:(\d+) ", line)
+        if not m:
+            self.stop()
+            raise AssertionError(line)
+        self.port = "socket://127.0.0.1:%s" % m.group(1).decode()
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.out = b""
 

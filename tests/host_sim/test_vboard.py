@@ -25,7 +25,9 @@ class Board:
         line = self.proc.stdout.readline()
         self.out += line
         m = re.search(rb"socket://127\.0\.0\.1:(\d+)", line)
-        assert m, line
+        if not m:
+            self.stop()
+            raise AssertionError(self.out)
         self.url = "socket://127.0.0.1:%d" % int(m.group(1))
 
     def mpremote(self, *args, resume=True, timeout=30):
