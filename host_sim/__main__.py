@@ -4,6 +4,7 @@
     python -m host_sim chat [--flash DIR] [--runtime R] [--log]   the same, with options
     python -m host_sim run --flash DIR [--runtime cpython|micropython]
     python -m host_sim vboard --flash DIR --port P [--no-boot]
+    python -m host_sim bench [--turns N] [--peak-turns N] [--soak N] [--heaps 256K,512K]
 """
 import argparse
 import os
@@ -29,7 +30,16 @@ def main(argv=None):
     v.add_argument("--heap", default="512K", help="MicroPython heap size (default 512K)")
     v.add_argument("--boot", action=argparse.BooleanOptionalAction, default=True,
                    help="run /boot.py and /main.py at each power-on, as a board does (default); --no-boot: only the REPL")
+    b = sub.add_parser("bench", help="the firmware's time, heap and flash writes per turn, under micropython")
+    b.add_argument("--turns", type=int, default=40, help="timed turns per heap size (default 40)")
+    b.add_argument("--peak-turns", type=int, default=10, help="turns with the heap sampled (default 10)")
+    b.add_argument("--soak", type=int, default=500, help="turns in a 256 KB heap (default 500; 0 skips)")
+    b.add_argument("--heaps", default="256K,512K", help="heap sizes (default 256K,512K)")
     args = ap.parse_args(argv)
+    if args.cmd == "bench":
+        from host_sim import bench
+
+        return bench.main(tuple(h for h in args.heaps.split(",") if h), args.turns, args.peak_turns, args.soak)
     if args.cmd == "run":
         return launcher.run(args.flash, args.runtime, args.heap)
     if args.cmd == "vboard":

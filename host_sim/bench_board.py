@@ -1,0 +1,224 @@
+# The board side of `python -m host_sim bench`: runs under `micropython -X heapsize=...`
+# (MICROPYPATH = stand-ins + firmware), started by host_sim/bench.py, which also runs the
+# fake LLM at MIMI_BENCH_URL and prepared the flash folder MIMI_FLASH. Host code, not
+# firmware: it drives the firmware's own agent, context and storage, as mimi.app does.
+#
+# MIMI_BENCH_MODE:
+#   "figures": context builds, session loads, MIMI_BENCH_TURNS timed turns (normal GC),
+#              then MIMI_BENCH_PEAK_TURNS turns with the live heap sampled;
+#   "soak":    MIMI_BENCH_TURNS turns back to back, counting out-of-memory answers.
+# Prints one line "@@BENCH <json>" at the end.
+import gc
+import json
+import os
+import sys
+
+import micropython  # noqa: F401
+
+gc.collect()
+heap_start = gc.mem_alloc()
+
+# Large buffers first, before the heap fragments (as mimi.app.init does).
+import mimi.llm as llm  # noqa: E402
+from mimi import config, seam  # noqa: E402
+
+seam.set_flash_root(os.getenv("MIMI_FLASH"))
+llm.init()
+from mimi.agent.context import Context  # noqa: E402
+
+ctx = Context(config.AGENT_CONTEXT_BYTES)
+
+import _thread  # noqa: E402
+
+from mimi import bus as busmod  # noqa: E402
+from mimi.agent import loop  # noqa: E402
+from mimi.storage import sessions  # noqa: E402
+
+_TOOL_MODULES = ("files", "memory_tools", "clock", "cron_tools", "messaging", "web")
+
+
+def register_tools():
+    names = getattr(config, "APP_TOOL_MODULES", _TOOL_MODULES)
+    for name in names:
+        try:
+            mod = __import__("mimi.tools." + name, None, None, ("register_all",))
+        except ImportError:
+            continue
+        mod.register_all()
+
+
+def cpu_ms():
+    """CPU time of this process (all threads), ms: /proc/self/stat utime + stime."""
+    with open("/proc/self/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) * 10  # clock ticks of 10 ms (USER_HZ 100)
+
+
+def snapshot():
+    """{real path: (inode, size, mtime)} of every file under /data."""
+    out = {}
+    stack = [seam.real_path(config.DATA)]
+    while stack:
+        d = stack.pop()
+        for name in os.listdir(d):
+            p = d + "/" + name
+            st = os.stat(p)
+            if st[0] & 0x4000:
+                stack.append(p)
+            else:
+                out[p] = (st[1], st[6], st[8])
+    return out
+
+
+def written(before, after):
+    """Bytes written between two snapshots: new or replaced files count whole (atomic
+    writes rename a new file over the old), appended files their growth, a file rewritten
+    in place (same inode, new mtime) whole."""
+    n = 0
+    for p in after:
+        ino, size, mtime = after[p]
+        b = before.get(p)
+        if b is None or b[0] != ino:
+            n += size
+        elif size > b[1]:
+            n += size - b[1]
+        elif mtime != b[2]:
+            n += size
+    return n
+
+
+def message(i):
+    # Every second turn asks for a file (the fake answers with a read_file call first).
+    text = ("turn %d: what is in my memory file?" % i) if i % 2 else ("turn %d: good morning, how are you?" % i)
+    return {"channel": "telegram", "chat_id": "1001", "text": text, "session": "tg_1001",
+            "user": "Ann", "message_id": i, "is_group": False}
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else 0
+
+
+class Sampler:
+    """A thread that keeps the highest ``gc.mem_alloc()`` seen, every millisecond."""
+
+    def __init__(self):
+        self.on = False
+        self.peak = 0
+        self.alive = True
+        _thread.start_new_thread(self._run, ())
+
+    def _run(self):
+        while self.alive:
+            if self.on:
+                a = gc.mem_alloc()
+                if a > self.peak:
+                    self.peak = a
+            seam.sleep_ms(1)
+
+
+def figures(agent, b, turns, peak_turns):
+    res = {}
+    # Context build (the seeded files; the flash as a new board has it).
+    m = message(0)
+    times = []
+    for _ in range(20):
+        t0 = seam.ticks_us()
+        ctx.build(m)
+        times.append(seam.ticks_diff(seam.ticks_us(), t0))
+    res["context_build_us"] = mean(times[2:])
+    res["context_bytes"] = ctx.n
+    # Session loads: the last 20 messages of a 100-line and a 100,000-line file.
+    for key in ("tg_s100", "tg_s100000"):
+        times = []
+        for _ in range(10):
+            gc.collect()
+            t0 = seam.ticks_us()
+            msgs = sessions.load(key)
+            times.append(seam.ticks_diff(seam.ticks_us(), t0))
+            msgs = None
+        res["load_%s_us" % key[4:]] = mean(times[1:])
+    # Timed turns, normal GC (as on the board: the agent thread collects between turns).
+    walls, cpus, wrote = [], [], []
+    for i in range(turns):
+        before = snapshot()
+        gc.collect()
+        c0 = cpu_ms()
+        t0 = seam.ticks_us()
+        agent.handle(message(i))
+        walls.append(seam.ticks_diff(seam.ticks_us(), t0))
+        cpus.append(cpu_ms() - c0)
+        b.outbound.clear()
+        wrote.append(written(before, snapshot()))
+    res["turns"] = turns
+    res["turn_wall_us"] = mean(walls)
+    res["turn_cpu_ms"] = mean(cpus)
+    res["written_per_turn"] = mean(wrote)
+    res["written_text_turn"] = mean(wrote[0::2])
+    res["written_tool_turn"] = mean(wrote[1::2])
+    # Live heap peak per turn: the collector runs after every 4 KB allocated, so what the
+    # sampler sees is what is live, not garbage waiting for a collection.
+    s = Sampler()
+    peaks, shares = [], []
+    for i in range(turns, turns + peak_turns):
+        gc.collect()
+        base = gc.mem_alloc()
+        s.peak = base
+        gc.threshold(4096)
+        s.on = True
+        agent.handle(message(i))
+        s.on = False
+        gc.threshold(-1)
+        b.outbound.clear()
+        peaks.append(s.peak)
+        shares.append(s.peak - base)
+    s.alive = False
+    gc.collect()
+    res["peak_heap"] = max(peaks)
+    res["peak_share_mean"] = mean(shares)
+    res["peak_share_max"] = max(shares)
+    res["heap_between_turns"] = gc.mem_alloc()
+    return res
+
+
+def soak(agent, b, turns):
+    ok = sorry = 0
+    low_free = gc.mem_free()
+    for i in range(turns):
+        reply = agent.handle(message(i)) or ""
+        b.outbound.clear()
+        if reply.startswith("Sorry"):
+            sorry += 1
+            print("turn %d: %s" % (i, reply[:120]))
+        else:
+            ok += 1
+        gc.collect()
+        f = gc.mem_free()
+        if f < low_free:
+            low_free = f
+    return {"turns": turns, "ok": ok, "sorry": sorry, "lowest_free_between_turns": low_free,
+            "heap_between_turns": gc.mem_alloc()}
+
+
+def main():
+    url = os.getenv("MIMI_BENCH_URL")
+    llm.set_key("sk-FAKE-bench", "anthropic")
+    llm.switch("anthropic", "bench-model", url)
+    register_tools()
+    b = busmod.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
+    agent = loop.Agent(b, ctx)
+    gc.collect()
+    res = {"heap_total": gc.mem_alloc() + gc.mem_free(), "heap_after_init": gc.mem_alloc(),
+           "heap_before_init": heap_start, "runtime": seam.describe()}
+    turns = int(os.getenv("MIMI_BENCH_TURNS") or "40")
+    if os.getenv("MIMI_BENCH_MODE") == "soak":
+        res.update(soak(agent, b, turns))
+    else:
+        res.update(figures(agent, b, turns, int(os.getenv("MIMI_BENCH_PEAK_TURNS") or "10")))
+    print("@@BENCH " + json.dumps(res))
+
+
+try:
+    main()
+except MemoryError as e:
+    print("@@BENCH " + json.dumps({"error": "MemoryError: %s" % e}))
+    sys.exit(1)

@@ -1,0 +1,52 @@
+"""``python -m host_sim bench``: the board side runs the firmware's turns under micropython;
+500 turns fit in a 256 KB heap (the issue's memory-budget assert)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from host_sim import hostenv
+
+pytest.importorskip("host_sim.fakes.llm")
+
+from host_sim import bench  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fake():
+    f = bench.start_fake()
+    yield f
+    f.stop()
+
+
+def test_500_turns_run_in_a_256k_heap_without_running_out_of_memory(fake):
+    r, out = bench.run_board(fake.base_url, "256K", "soak", 500)
+    assert r is not None and "error" not in r, out[-3000:]
+    assert (r["turns"], r["ok"], r["sorry"]) == (500, 500, 0), out[-3000:]
+    # Every second turn made a tool call: 500 questions, 750 LLM requests.
+    assert len([q for q in fake.requests if q["method"] == "POST"]) >= 750
+
+
+def test_the_figures_come_from_real_turns(fake, tmp_path):
+    root = bench.flash()
+    n0 = len(fake.requests)
+    r, out = bench.run_board(fake.base_url, "256K", "figures", 6, 2, root=root)
+    assert r is not None and "error" not in r, out[-3000:]
+    # 8 turns, half with a tool call: 12 requests; and the session holds them all.
+    assert len(fake.requests) - n0 == 12
+    lines = open(os.path.join(root, "data", "sessions", "tg_1001.jsonl")).read().splitlines()
+    assert len(lines) == 8 * 2 + 4 * 2  # question + answer each, plus call + result on tool turns
+    # A tool turn writes more than a text turn (its call and result lines), and both write.
+    assert 0 < r["written_text_turn"] < r["written_tool_turn"]
+    assert r["context_bytes"] > 1000 and r["peak_heap"] > r["heap_between_turns"] > 0
+    assert r["heap_total"] < 256 * 1024
+
+
+def test_the_command_prints_every_figure():
+    p = subprocess.run([sys.executable, "-m", "host_sim", "bench", "--turns", "4", "--peak-turns", "2", "--soak", "0",
+                        "--heaps", "256K"], cwd=hostenv.ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for what in ("firmware time per turn", "peak GC heap during a turn", "context build", "session load",
+                 "100,000-line file", "written to flash per turn"):
+        assert what in p.stdout, p.stdout
