@@ -121,6 +121,12 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
     """Run the terminal chat until Ctrl-C or end of input; return an exit status."""
     stdin = stdin or sys.stdin
     try:
+        import host_sim.fakes.llm  # noqa: F401
+        import host_sim.fakes.telegram  # noqa: F401
+    except ImportError as e:
+        print("mimi host simulator: the offline chat needs the local fakes (%s)" % e, file=sys.stderr)
+        return 2
+    try:
         chat = OfflineChat(flash_dir, runtime, show_log=show_log)
     except OSError as e:
         print("mimi host simulator: %s" % e, file=sys.stderr)
