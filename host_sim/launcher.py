@@ -23,6 +23,8 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
 provider given without ``MIMI_LLM_BASE_URL`` clears the base URL (the provider's own).
+The firmware keeps one key per provider (``key_<provider>``) and reads ``api_key`` only
+when that is empty, so ``MIMI_API_KEY`` is stored as both, for the provider in effect.
 A bad value stops the launch with a message naming the variable; nothing is written.
 """
 import ast
@@ -68,23 +70,59 @@ ENV_SETTINGS = (
     ("MIMI_TZ", "tz"),
 )
 TG_API_BASE_DEFAULT = "https://api.telegram.org"
-# The presets of docs/internals.md ("LLM"); the firmware's llm package maps each to a
-# wire protocol and a default base URL.
+# The presets of docs/internals.md ("LLM"), when firmware/mimi/llm does not say (its
+# PRESETS map each to a wire protocol, a base URL and a model).
 PROVIDERS = ("anthropic", "openai", "openrouter", "deepseek", "ollama", "lmstudio", "custom")
 NVS_FILE = "nvs.json"
 NVS_NAMESPACE = "mimi"
 
 
-def setting_specs():
-    """``config.SETTINGS`` of the firmware (name -> (store key, default, secret)), read
-    from ``firmware/mimi/config.py`` without running firmware code in this process."""
-    path = os.path.join(hostenv.FIRMWARE, "mimi", "config.py")
+def _literal_assignments(path):
+    """The module-level assignments of ``path`` whose values are literals, read with
+    ``ast`` (no firmware code runs in this process): ``{name: value}``, plus for
+    ``NAME["key"] = literal`` lines, ``{(name, key): value}``."""
     with open(path) as f:
         tree = ast.parse(f.read(), path)
+    out = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SETTINGS" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise RuntimeError("no SETTINGS in %s" % path)
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        t = node.targets[0]
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            continue
+        if isinstance(t, ast.Name):
+            out[t.id] = value
+        elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            try:
+                out[(t.value.id, ast.literal_eval(t.slice))] = value
+            except ValueError:
+                pass
+    return out
+
+
+def setting_specs():
+    """``config.SETTINGS`` of the firmware (name -> (store key, default, secret)), read
+    from ``firmware/mimi/config.py``: the dict and the ``SETTINGS["x"] = ...`` lines that
+    subsystems add after it."""
+    found = _literal_assignments(os.path.join(hostenv.FIRMWARE, "mimi", "config.py"))
+    if "SETTINGS" not in found:
+        raise RuntimeError("no SETTINGS in firmware/mimi/config.py")
+    specs = dict(found["SETTINGS"])
+    for k, v in found.items():
+        if isinstance(k, tuple) and k[0] == "SETTINGS":
+            specs[k[1]] = v
+    return specs
+
+
+def providers():
+    """The provider presets of ``firmware/mimi/llm/__init__.py`` (``PRESETS``' names)."""
+    try:
+        found = _literal_assignments(os.path.join(hostenv.FIRMWARE, "mimi", "llm", "__init__.py"))
+    except OSError:
+        found = {}
+    return tuple(found.get("PRESETS") or PROVIDERS)
 
 
 def _tz(v):
@@ -119,8 +157,9 @@ def _url(v):
 
 def _provider(v):
     v = v.strip().lower()
-    if v not in PROVIDERS:
-        raise ValueError("one of " + ", ".join(PROVIDERS))
+    known = providers()
+    if v not in known:
+        raise ValueError("one of " + ", ".join(known))
     return v
 
 
@@ -175,6 +214,19 @@ def settings_from_env(environ):
     return out
 
 
+def _stored(flash_dir, name):
+    """The stored value of setting ``name`` in ``flash_dir`` (str), or None."""
+    key = setting_specs()[name][0]
+    try:
+        with open(os.path.join(flash_dir, NVS_FILE)) as f:
+            item = json.load(f).get(NVS_NAMESPACE, {}).get(key)
+    except (OSError, ValueError):
+        return None
+    if not item or item[0] != "blob":
+        return None
+    return bytes.fromhex(item[1]).decode()
+
+
 def store_settings(flash_dir, values):
     """Write ``values`` ({name: str or None}) into the settings store of ``flash_dir``.
 
@@ -208,6 +260,13 @@ def apply_env_settings(flash_dir, environ):
     Raises ``ValueError`` (nothing written) when a value is malformed.
     """
     values = settings_from_env(environ)
+    specs = setting_specs()
+    if values.get("api_key"):
+        # The firmware keeps one key per provider and falls back to api_key only when the
+        # provider's own is empty: set the one of the provider in effect after this boot.
+        prov = values.get("provider") or _stored(flash_dir, "provider") or specs["provider"][1]
+        if "key_" + prov in specs:
+            values["key_" + prov] = values["api_key"]
     if values:
         store_settings(flash_dir, values)
     return sorted(values)

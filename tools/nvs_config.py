@@ -5,8 +5,11 @@
 
 NAMEs are the settings of ``firmware/mimi/config.py`` (``SETTINGS``: wifi_ssid, wifi_pass,
 tg_token, tg_api_base, provider, model, api_key, base_url, search_key, search_provider,
-tz, allowed_chats, owner_chat, board); each is written as a UTF-8 blob under its store
-key in ``esp32.NVS("mimi")`` and committed once, as ``mimi.seam.store_set`` does.
+tz, allowed_chats, owner_chat, board, key_<provider>); each is written as a UTF-8 blob
+under its store key in ``esp32.NVS("mimi")`` and committed once, as
+``mimi.seam.store_set`` does. ``api_key`` also goes to the key of the provider in effect
+(given in the same command, else the one stored on the board), which the firmware reads
+first.
 ``NAME=`` (empty) erases the setting (back to its default). Values are checked as the
 simulator checks its ``MIMI_*`` variables (``host_sim/launcher.py``). The code prints the
 names it stored, secrets never; it goes to the board in a file (``mpremote run``), so no
@@ -31,6 +34,19 @@ def build(pairs):
             lines.append("try:\n    _n.erase_key(%r)\nexcept OSError:\n    pass" % key)
         else:
             lines.append("_n.set_blob(%r, %r)" % (key, value.encode()))
+    given = dict(pairs)
+    if given.get("api_key"):
+        # The firmware reads the provider's own key first (key_<provider>) and api_key only
+        # when that is empty: set the one of the provider in effect, read on the board.
+        keys = {n[4:]: specs[n][0] for n in specs if n.startswith("key_")}
+        prov = given.get("provider")
+        lines.append("_keys = %r" % keys)
+        if prov:
+            lines.append("_p = %r" % prov)
+        else:
+            lines.append("_b = bytearray(64)\ntry:\n    _p = bytes(_b[:_n.get_blob(%r, _b)]).decode()\n"
+                         "except OSError:\n    _p = %r" % (specs["provider"][0], specs["provider"][1]))
+        lines.append("if _p in _keys:\n    _n.set_blob(_keys[_p], %r)" % given["api_key"].encode())
     lines.append("_n.commit()")
     names = ", ".join(n + (" (erased)" if v is None else "") for n, v in pairs)
     lines.append("print(%r)" % ("mimi settings stored: " + names + ". They take effect at the next boot."))

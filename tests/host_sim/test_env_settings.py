@@ -84,7 +84,7 @@ def test_stored_settings_are_what_the_firmware_reads_and_override_old_ones():
     config.set("wifi_ssid", "home")
     stored = launcher.apply_env_settings(root, {"MIMI_MODEL": "claude-test", "MIMI_PROVIDER": "anthropic",
                                                 "MIMI_API_KEY": "sk-ant-FAKE"})
-    assert stored == ["api_key", "base_url", "model", "provider"]
+    assert stored == ["api_key", "base_url", "key_anthropic", "model", "provider"]
     config._cache.clear()
     assert config.get("model") == "claude-test"
     assert config.get("provider") == "anthropic"
@@ -98,6 +98,31 @@ def test_stored_settings_are_what_the_firmware_reads_and_override_old_ones():
     data = json.load(open(os.path.join(root, "nvs.json")))
     assert bytes.fromhex(data["mimi"]["allowed"][1]) == b"42"
     assert seam.store_get("allowed") == "42"
+
+
+def test_the_key_goes_to_the_provider_in_effect_over_a_key_stored_for_it():
+    from mimi import llm
+
+    root = _fresh()
+    config.set("provider", "openai")
+    llm.set_key("sk-old-openai", "openai")  # what cli.set_api_key stores
+    llm.set_key("sk-old-anthropic", "anthropic")
+    launcher.apply_env_settings(root, {"MIMI_API_KEY": "sk-FAKE-new"})  # provider as stored
+    config._cache.clear()
+    assert llm._key("openai") == "sk-FAKE-new"
+    assert llm._key("anthropic") == "sk-old-anthropic"
+    launcher.apply_env_settings(root, {"MIMI_PROVIDER": "anthropic", "MIMI_API_KEY": "sk-ant-FAKE-2"})
+    config._cache.clear()
+    assert config.get("provider") == "anthropic" and llm._key("anthropic") == "sk-ant-FAKE-2"
+
+
+def test_specs_and_presets_come_from_the_firmware():
+    specs = launcher.setting_specs()
+    assert specs["allowed_chats"] == config.SETTINGS["allowed_chats"]
+    assert set(specs) == set(config.SETTINGS)  # including the keys subsystems add later
+    from mimi import llm
+
+    assert set(launcher.providers()) == set(llm.PRESETS)
 
 
 def _boot_until_started(env, flash):

@@ -173,6 +173,20 @@ def test_flash_erases_then_writes_the_image_at_offset_zero(tmp_path):
     ]
 
 
+def test_config_code_sets_the_key_of_the_provider_stored_on_the_board(tmp_path):
+    # The generated code, run by the micropython command against the esp32 stand-in.
+    code = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "nvs_config.py"), "api_key=sk-FAKE-k"],
+                          capture_output=True, text=True, check=True).stdout
+    (tmp_path / "nvs.json").write_text(json.dumps({"mimi": {"provider": ["blob", b"openai".hex()],
+                                                            "k_openai": ["blob", b"sk-old".hex()]}}))
+    (tmp_path / "cfg.py").write_text(code)
+    env = dict(os.environ, MICROPYPATH=hostenv.STUBS, MIMI_FLASH=str(tmp_path))
+    p = subprocess.run([hostenv.micropython_exe(), str(tmp_path / "cfg.py")], env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and "sk-FAKE" not in p.stdout, p.stdout + p.stderr
+    nvs = {k: bytes.fromhex(v[1]).decode() for k, v in json.load(open(tmp_path / "nvs.json"))["mimi"].items()}
+    assert nvs == {"provider": "openai", "k_openai": "sk-FAKE-k", "api_key": "sk-FAKE-k"}
+
+
 @pytest.mark.parametrize("args,msg", [(["flash"], "give the MicroPython image"),
                                       (["flash", "/nonexistent.bin"], "no such file"),
                                       (["config", "tz=Mars"], "tz: expected"),
