@@ -40,6 +40,12 @@ def sim_drive(pin, level):
     _inputs[int(pin)] = 1 if level else 0
 
 
+def sim_reset():
+    """Host only: forget every pin's state and every outside signal (a fresh board)."""
+    PINS.clear()
+    _inputs.clear()
+
+
 def _state(n):
     st = PINS.get(n)
     if st is None:

@@ -14,7 +14,7 @@ def _fresh(policy=None):
         support.write(root + config.HW_POLICY_PATH, policy)
     pins.reload()
     gpio.reset()
-    machine.PINS.clear()
+    machine.sim_reset()
     return root
 
 

@@ -47,6 +47,7 @@ class Index:
         self.c_head = array.array("i")  # offset of the section's heading line, -1: none
         self.aliases = {}  # board or None -> {alias: (pin, kind)}
         self.full = False  # HW_MAX_CHUNKS reached
+        self.alias_chunks = []  # chunks of Pin Aliases sections (given as aliases, not as docs)
 
     def __len__(self):
         return len(self.c_off)
@@ -150,12 +151,15 @@ def _scan(ix, path, board):
         log.exc(TAG, "cannot read " + path, e)
         return
     aliases = ix.aliases.setdefault(board, {})
-    # st: chunk start, section heading, offset after the last blank line, chunk has text
-    st = [0, -1, -1, False]
+    # st: chunk start, section heading, offset after the last blank line, chunk has text,
+    # in a Pin Aliases section
+    st = [0, -1, -1, False, False]
 
     def emit(end):
         if st[3] and end > st[0]:
             if len(ix.c_off) < config.HW_MAX_CHUNKS:
+                if st[4]:
+                    ix.alias_chunks.append(len(ix.c_off))
                 ix.c_file.append(fi)
                 ix.c_off.append(st[0])
                 ix.c_len.append(end - st[0])
@@ -170,7 +174,6 @@ def _scan(ix, path, board):
     try:
         off = 0
         fence = False
-        in_alias = False
         while True:
             line = f.readline(cap)
             if not line:
@@ -190,10 +193,10 @@ def _scan(ix, path, board):
                 st[1] = off
                 st[3] = True
                 low = line.lower()
-                in_alias = False
+                st[4] = False
                 for h in _ALIAS_HEADS:
                     if h in low:
-                        in_alias = True
+                        st[4] = True
             else:
                 if off + n - st[0] > cap:
                     if st[2] > st[0]:  # cut at the last blank line
@@ -206,7 +209,7 @@ def _scan(ix, path, board):
                     st[2] = off + n
                 else:
                     st[3] = True
-                    if in_alias and not fence:
+                    if st[4] and not fence:
                         _alias_line(line, aliases)
             off += n
         emit(off)

@@ -114,7 +114,8 @@ def _buffer():
 def rank(ix, kws, limit, board=None):
     """Score every chunk of ``ix`` for keywords ``kws`` (list of bytes); return the best
     ``[(score, chunk index)]``, highest first (earlier chunk first on a tie). Reads each
-    file once, chunk by chunk, into one reused buffer."""
+    file once, chunk by chunk, into one reused buffer. Pin Aliases sections are left out:
+    their lines reach the model as the aliases a message names."""
     if not kws:
         return []
     b = (board or config.get("board") or "").lower()
@@ -127,6 +128,8 @@ def rank(ix, kws, limit, board=None):
         fi = -1
         try:
             for i in range(len(ix)):
+                if i in ix.alias_chunks:
+                    continue
                 if ix.c_file[i] != fi:
                     if f:
                         f.close()
@@ -202,18 +205,20 @@ def build(text, budget_bytes, max_chunks):
     if ranked and left > len(_DOCS_HEAD) + 64:
         left -= len(_DOCS_HEAD)
         docs = [_DOCS_HEAD]
-        for score, i in ranked:
+        first = None
+        for score, i in ranked:  # whole chunks, best first, each that still fits
             piece = "--- %s (%s) ---\n%s\n" % (ix.source(i), ix.board_of(i) or "every board",
                                               datasheets.text(ix, i).strip())
             n = _bytes(piece)
-            if n > left:
-                if used or left < 256:
-                    continue  # a smaller chunk further down may still fit
-                piece = _cut(piece, left)
-                n = _bytes(piece)
-            docs.append(piece)
-            left -= n
-            used += 1
+            if n <= left:
+                docs.append(piece)
+                left -= n
+                used += 1
+            elif first is None:
+                first = piece
+        if not used and first is not None and left >= 256:  # none fits whole: the best, cut
+            docs.append(_cut(first, left))
+            used = 1
         if used:
             parts.extend(docs)
     return ("".join(parts), used)

@@ -104,7 +104,7 @@ def register_all():
     reg(T("gpio_read_all", "List the pins mimi has set up with their state now, and which pins the "
           "board's policy allows, refuses or warns about.",
           {"type": "object", "properties": {}}, _read_all, "gpio"))
-    reg(T("gpio_pwm", "PWM on a pin (LED brightness, motor speed): duty 0-100 %, freq_hz 1-%d "
+    reg(T("gpio_pwm", "PWM on a pin (LED brightness, motor speed): duty 0-100 %%, freq_hz 1-%d "
           "(default %d). gpio_write on the pin stops it." % (config.HW_PWM_FREQ_MAX_HZ, config.HW_PWM_FREQ_DEFAULT_HZ),
           {"type": "object", "properties": {"pin": _PIN, "duty": {"type": "number"}, "freq_hz": {"type": "integer"}},
            "required": ["pin", "duty"]}, _pwm, "gpio"))
