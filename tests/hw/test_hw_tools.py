@@ -52,10 +52,21 @@ def test_refused_pins_and_bad_arguments_are_error_results():
     text, err = registry.execute("gpio_pwm", {"pin": 30, "duty": 50}, CTX)
     assert err and "rule flash" in text
     assert registry.execute("gpio_write", {"pin": 4, "level": 3}, CTX)[1]
-    assert registry.execute("gpio_write", {"pin": "4", "level": 1}, CTX)[1]
+    text, err = registry.execute("gpio_write", {"pin": "garage door", "level": 1}, CTX)
+    assert err and "neither a GPIO number nor a pin alias (aliases: porch_light, rgb_led)" in text
+    assert registry.execute("gpio_write", {"pin": 4.0, "level": 1}, CTX)[1]
     text, err = registry.execute("gpio_pwm", {"pin": 5, "duty": 150}, CTX)
     assert err and "0-100" in text
     assert 19 not in machine.PINS and 30 not in machine.PINS and 5 not in machine.PINS
+
+
+def test_a_pin_may_be_named_by_alias_or_as_text():
+    _fresh()
+    assert registry.execute("gpio_write", {"pin": "porch light", "level": 1}, CTX) == \
+        ("GPIO4 (porch_light): output, level 1", False)
+    assert registry.execute("gpio_read", {"pin": "GPIO4"}, CTX) == ("GPIO4 (porch_light): output, level 1", False)
+    assert registry.execute("gpio_rgb", {"pin": "rgb_led", "r": 1, "g": 2, "b": 3}, CTX)[0].startswith("GPIO38")
+    assert machine.PINS[4]["value"] == 1 and machine.PINS[38]["bits"] == bytes((2, 1, 3))
 
 
 def test_strapping_pin_result_carries_the_warning():

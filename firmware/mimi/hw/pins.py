@@ -149,12 +149,6 @@ def reload():
     _pol["stamp"] = -1
 
 
-def rule_for(pin):
-    """The table rule naming ``pin`` now: ``(rule, action, why)``, or None."""
-    _load()
-    return _rule(pin)
-
-
 def _rule(pin):
     for rule, action, pins, why in _profile()[1]:
         if pin in pins and _pol["flags"].get(rule, True):
@@ -191,19 +185,6 @@ def _decide(pin):
             raise PinRefused(pin, r[0], r[2] + " (the owner may allow it in %s)" % config.HW_POLICY_PATH)
         return "GPIO%d (rule %s): %s" % (pin, r[0], r[2])
     return None
-
-
-def allowed_pins():
-    """Every pin ``check`` lets through now, ascending."""
-    _load()
-    out = []
-    for p in range(_profile()[0] + 1):
-        try:
-            _decide(p)
-        except PinRefused:
-            continue
-        out.append(p)
-    return out
 
 
 def _ranges(pins):

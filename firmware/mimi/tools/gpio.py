@@ -12,7 +12,24 @@ exposes file contents, so it is withheld wherever file tools are.
 from mimi import config
 from mimi.tools import registry
 
-_PIN = {"type": "integer", "description": "GPIO number (see the pin aliases in the hardware notes)"}
+_PIN = {"type": ["integer", "string"], "description": "GPIO number, or a pin alias (porch_light)"}
+
+
+def _pin(v):
+    """A GPIO number from an int, ``"GPIO13"``/``"13"``, or an alias of the configured board."""
+    if isinstance(v, int):
+        return v
+    from mimi.hw import datasheets
+
+    p = datasheets.parse_pin(v)
+    if p is not None:
+        return p
+    al = datasheets.aliases()
+    a = al.get(datasheets.norm_alias(v))
+    if a is None:
+        raise ValueError("'%s' is neither a GPIO number nor a pin alias (aliases: %s)"
+                         % (v, ", ".join(sorted(al)) or "none"))
+    return a[0]
 
 
 def _names():
@@ -36,7 +53,7 @@ def _line(pin, mode, value, warn=None):
 def _write(args, ctx):
     from mimi.hw import gpio
 
-    pin = args["pin"]
+    pin = _pin(args["pin"])
     level, warn = gpio.write(pin, args["level"])
     return _line(pin, "out", level, warn)
 
@@ -44,7 +61,7 @@ def _write(args, ctx):
 def _read(args, ctx):
     from mimi.hw import gpio
 
-    pin = args["pin"]
+    pin = _pin(args["pin"])
     mode, value, warn = gpio.read(pin, args.get("pull"))
     return _line(pin, mode, value, warn)
 
@@ -61,7 +78,7 @@ def _read_all(args, ctx):
 def _pwm(args, ctx):
     from mimi.hw import gpio
 
-    pin = args["pin"]
+    pin = _pin(args["pin"])
     freq = args.get("freq_hz", config.HW_PWM_FREQ_DEFAULT_HZ)
     warn = gpio.pwm(pin, args["duty"], freq)
     return _line(pin, "pwm", (args["duty"], freq), warn)
@@ -70,7 +87,7 @@ def _pwm(args, ctx):
 def _rgb(args, ctx):
     from mimi.hw import gpio
 
-    pin = args["pin"]
+    pin = _pin(args["pin"])
     c = (args["r"], args["g"], args["b"])
     warn = gpio.rgb(pin, c[0], c[1], c[2])
     return _line(pin, "rgb", c, warn)
