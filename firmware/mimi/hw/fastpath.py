@@ -18,7 +18,7 @@ An alias of kind ``ws2812`` is lit with ``HW_RGB_ON`` (dim white) or set dark. A
 policy refuses gets a reply naming the rule. Every reply names the alias and the GPIO.
 """
 from mimi import config, log
-from mimi.hw import datasheets, gpio, pins
+from mimi.hw import datasheets
 
 TAG = "fast"
 
@@ -117,6 +117,8 @@ def _say(zh, en_text, zh_text):
 
 def _run(action, alias, pin, kind, zh):
     """Do ``action`` on ``pin``; return the reply."""
+    from mimi.hw import gpio, pins  # only once a command matched: most messages never need them
+
     name = alias.replace("_", " ")
     where = "%s (GPIO%d)" % (name, pin)
     try:
