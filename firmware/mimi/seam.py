@@ -443,6 +443,11 @@ def loads_view(mv):
     return json.loads(mv)
 
 
+def thread_id():
+    """An id of the calling thread (``_thread.get_ident``), for per-thread caches."""
+    return _thread.get_ident()
+
+
 class Conn:
     """One TCP connection, maybe TLS, where every operation has a timeout.
 

@@ -96,6 +96,18 @@ def test_channels_without_gpio_get_no_fast_path():
     assert fastpath.try_handle({"text": "turn on the porch light"}, denied_groups=("file",)) is not None
 
 
+def test_group_chats_follow_the_agents_group_rule():
+    from mimi import config as cfg
+
+    _fresh()
+    group = {"text": "turn on the porch light", "chat_id": "-100", "is_group": True}
+    assert fastpath.try_handle(group) is None and 4 not in machine.PINS
+    cfg.set("group_tools", "gpio")  # the owner allows GPIO in group chats
+    assert fastpath.try_handle(group) == "Turned porch light (GPIO4) on."
+    cfg.set("group_tools", "")
+    assert fastpath.try_handle({"text": "porch light off", "chat_id": "1"}) == "Turned porch light (GPIO4) off."
+
+
 def test_no_datasheets_means_no_aliases_and_no_fast_path():
     _fresh(sheet=None)
     assert fastpath.try_handle("turn on the porch light") is None

@@ -156,15 +156,33 @@ def _run(action, alias, pin, kind, zh):
     return reply
 
 
-def try_handle(msg, denied_groups=()):
+def _denied(msg):
+    """The agent's rule for this chat's tool groups; if it cannot be asked, a group chat
+    gets no GPIO (the safe answer)."""
+    if not isinstance(msg, dict):
+        return ()
+    try:
+        from mimi.agent.loop import denied_groups
+    except ImportError:
+        return ("gpio",) if msg.get("is_group") else ()
+    return denied_groups(msg)
+
+
+def try_handle(msg, denied_groups=None):
     """Handle ``msg`` (an inbound bus message dict with ``text``, or a str) when it is a
     plain command on a known alias; return the reply str, or None to let the agent run.
 
-    ``denied_groups``: the tool groups this channel may not use (what the agent passes to
-    ``registry.offered``); when ``"gpio"`` is among them the fast path never acts. Touches
-    pins (through ``mimi.hw.gpio``), never sessions or the bus. Never raises.
+    ``denied_groups``: the tool groups this chat may not use; None asks the agent's rule
+    (``mimi.agent.loop.denied_groups(msg)``: group chats lose ``gpio`` unless the owner
+    allows it), the same groups ``registry.offered`` withholds. When ``"gpio"`` is among
+    them the fast path never acts. Touches pins (through ``mimi.hw.gpio``), never sessions
+    or the bus. Never raises.
     """
-    if "gpio" in denied_groups:
+    try:
+        if "gpio" in (_denied(msg) if denied_groups is None else denied_groups):
+            return None
+    except Exception as e:  # noqa: BLE001 - unsure whether GPIO is allowed: do not act
+        log.exc(TAG, "denied groups", e)
         return None
     text = msg.get("text") if isinstance(msg, dict) else msg
     if not isinstance(text, str) or len(text) > config.HW_FASTPATH_MAX_CHARS:
