@@ -2,7 +2,7 @@
 import machine
 
 from mimi import config
-from mimi.hw import gpio, pins
+from mimi.hw import datasheets as ds, gpio, pins
 import support
 
 RUNTIMES = ("cpython", "micropython")
@@ -108,3 +108,7 @@ def test_read_all_and_states_text_list_what_mimi_set_up():
     assert "GPIO4  output, level 1  (porch_light)" in t
     assert "GPIO5  PWM 50% at 1000 Hz" in t and "GPIO6  input, level 1" in t
     assert 7 not in machine.PINS  # read_all touched nothing else
+    root = support.fresh_flash()  # aliases from the datasheets when no names are given
+    support.write(root + config.DATASHEETS_DIR + "/esp32-s3-devkitc-1.md", "## Pin Aliases\nfan: 5\nvent: 5\n")
+    ds.forget()
+    assert "GPIO5  PWM 50% at 1000 Hz  (fan, vent)" in gpio.states_text()

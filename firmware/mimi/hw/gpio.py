@@ -171,10 +171,16 @@ def describe(mode, value):
 def states_text(names=None):
     """The pin states for the serial CLI: one line per pin mimi set up.
 
-    ``names``: optional ``{pin: "porch_light"}`` to show aliases. Says when the pins are
-    simulated (host runtimes).
+    ``names``: ``{pin: "porch_light"}`` to show beside the pins; None takes the aliases of
+    the configured board from the datasheets. Says when the pins are simulated (host).
     """
     rows = read_all()
+    if names is None and rows:
+        from mimi.hw import datasheets
+
+        names = {}
+        for a, (p, _) in sorted(datasheets.aliases().items()):
+            names[p] = names[p] + ", " + a if p in names else a
     head = "pins (simulated)" if seam.on_host() else "pins"
     if not rows:
         return head + ": none set up by mimi"

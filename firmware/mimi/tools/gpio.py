@@ -37,7 +37,7 @@ def _names():
     from mimi.hw import datasheets
 
     out = {}
-    for a, (pin, _) in datasheets.aliases().items():
+    for a, (pin, _) in sorted(datasheets.aliases().items()):
         out[pin] = out[pin] + ", " + a if pin in out else a
     return out
 
