@@ -103,6 +103,25 @@ HTTP_BODY_MAX_BYTES = const(4096)  # body cap when the caller passes no buffer
 HTTP_LINE_BYTES = const(1024)  # status line, one header line, one chunk-size line
 HTTP_WRITE_BUF_BYTES = const(1024)  # request bytes gathered before one socket write
 
+# -- hardware: pins, datasheets, fast path (issue 7; seeds 002, 004) ------------------
+# The owner's pin policy sits at the flash root, outside /data, so no tool can widen it
+# (see mimi/hw/pins.py for its format).
+HW_POLICY_PATH = "/gpio.json"
+HW_POLICY_MAX_BYTES = const(1024)
+HW_CHUNK_MAX_BYTES = const(2048)  # one datasheet chunk (a markdown section or a piece of one)
+HW_MAX_FILES = const(16)  # datasheet files indexed
+HW_MAX_CHUNKS = const(256)  # chunks indexed over all files (12 bytes of RAM each)
+HW_RAG_MAX_CHUNKS = const(3)  # datasheet chunks per message
+HW_RAG_MAX_KEYWORDS = const(24)  # keywords taken from one message
+HW_DOCS_TOOL_BYTES = const(4096)  # a hardware_docs result
+HW_DOCS_TOOL_CHUNKS = const(4)
+HW_PWM_FREQ_DEFAULT_HZ = const(1000)
+HW_PWM_FREQ_MAX_HZ = const(40000)
+HW_PWM_MAX_CHANNELS = const(8)  # LEDC channels on the ESP32-S3
+HW_PWM_MAX_FREQS = const(4)  # LEDC timers: distinct frequencies at once
+HW_RGB_ON = (24, 24, 24)  # "on" for an addressable RGB LED: dim white (0-255 each)
+HW_FASTPATH_MAX_CHARS = const(80)  # longer messages are never a plain command
+
 # -- settings ---------------------------------------------------------------------------
 # name -> (store key, default, secret). Store keys are at most 15 characters (NVS).
 SETTINGS = {
