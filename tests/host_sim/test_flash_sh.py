@@ -139,18 +139,32 @@ def _board_exec(port, code):
     return p.stdout.strip()
 
 
-def test_deploy_mpy_compiles_the_package_and_the_board_imports_it(vboard):
+def test_the_deployed_mpy_copy_boots_and_answers_a_telegram_message(vboard):
+    pytest.importorskip("host_sim.fakes.telegram")
+    from host_sim.fakes.llm import FakeAnthropic, Reply
+    from host_sim.fakes.telegram import FakeTelegram
+
     board = vboard.flash
     (board / "lib" / "mimi").mkdir(parents=True)
     (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the .mpy')\n")
     flash_sh("--port", vboard.port, "deploy", "--mpy")
     files = _files(board / "lib")
     assert files and all(f.endswith(".mpy") or f.endswith(".md") for f in files), files
-    assert "mimi/agent/rules.md" in files
-    assert "mimi/app.mpy" in files and (board / "main.py").exists()
-    flash_sh("--port", vboard.port, "reset")
-    got = _board_exec(vboard.port, "from mimi import app\nprint(app.state['started_ms'] is not None, app.__file__)")
-    assert got == "True /lib/mimi/app.mpy", got
+    assert "mimi/agent/rules.md" in files and "mimi/app.mpy" in files and (board / "main.py").exists()
+    flash_sh("--port", vboard.port, "seed")  # the real spiffs_seed/
+    assert (board / "data" / "config" / "SOUL.md").exists()
+    with FakeTelegram(token="123456:FAKE-vboard") as tg, FakeAnthropic(api_key="sk-ant-FAKE-vb") as llm:
+        llm.script(Reply.tools([("read_file", {"path": "/data/config/SOUL.md"})]), Reply.text("Deployed and alive."))
+        flash_sh("--port", vboard.port, "config", "tg_token=123456:FAKE-vboard", "tg_api_base=" + tg.url,
+                 "provider=anthropic", "api_key=sk-ant-FAKE-vb", "base_url=" + llm.base_url, "allowed_chats=4242")
+        flash_sh("--port", vboard.port, "reset")
+        tg.inject_text(4242, "are you there?")
+        tg.wait_sent(lambda c: c.method == "sendMessage", timeout=60)
+        assert tg.texts(4242) == ["Deployed and alive."]
+        assert len(llm.requests) == 2 and llm.requests[0]["headers"]["x-api-key"] == "sk-ant-FAKE-vb"
+    # What answered was the compiled copy on the board's flash.
+    got = _board_exec(vboard.port, "from mimi import app\nprint(app.__file__)")
+    assert got == "/lib/mimi/app.mpy", got
 
 
 def _recorder(tmp_path, name):
