@@ -19,7 +19,8 @@ def main(argv=None):
     r = sub.add_parser("run", help="boot the firmware with DIR as the board's flash")
     r.add_argument("--flash", default=os.path.join(hostenv.ROOT, "flash"), help="folder that plays the flash (default ./flash)")
     r.add_argument("--runtime", choices=("cpython", "micropython"), default="cpython")
-    r.add_argument("--heap", default="512K", help="MicroPython heap size (micropython runtime)")
+    r.add_argument("--heap", default=launcher.HEAP_DEFAULT,
+                   help="MicroPython heap size (micropython runtime; default %s, a board with 2 MB PSRAM)" % launcher.HEAP_DEFAULT)
     c = sub.add_parser("chat", help="the offline default: fake Telegram, stand-in model, terminal chat")
     c.add_argument("--flash", default=None, help="folder that plays the flash (default: a new temporary one, deleted at exit)")
     c.add_argument("--runtime", choices=("cpython", "micropython"), default="cpython")
@@ -27,7 +28,8 @@ def main(argv=None):
     v = sub.add_parser("vboard", help="serve a virtual board's REPL on a TCP port (for mpremote, tools/flash.sh)")
     v.add_argument("--flash", required=True, help="folder that plays the board's flash (its /)")
     v.add_argument("--port", type=int, default=7777, help="TCP port on 127.0.0.1 (default 7777)")
-    v.add_argument("--heap", default="512K", help="MicroPython heap size (default 512K)")
+    v.add_argument("--heap", default=launcher.HEAP_DEFAULT,
+                   help="MicroPython heap size (default %s, a board with 2 MB PSRAM)" % launcher.HEAP_DEFAULT)
     v.add_argument("--boot", action=argparse.BooleanOptionalAction, default=True,
                    help="run /boot.py and /main.py at each power-on, as a board does (default); --no-boot: only the REPL")
     b = sub.add_parser("bench", help="the firmware's time, heap and flash writes per turn, under micropython")

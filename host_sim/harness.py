@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 
-from host_sim import hostenv
+from host_sim import hostenv, launcher
 
 CHAT = 1001
 TOKEN = "123456:FAKE-sim-token"
@@ -32,12 +32,12 @@ BOOT_TIMEOUT_S = 60
 class Sim:
     """Fakes + one board process. ``start()``; ``reboot()``; ``stop()``."""
 
-    def __init__(self, flash=None, runtime="cpython", provider="anthropic", heap="512K", allowed=(CHAT,),
+    def __init__(self, flash=None, runtime="cpython", provider="anthropic", heap=None, allowed=(CHAT,),
                  model="fake-model", env=None, log_sink=None):
         self.flash = os.path.abspath(flash) if flash else tempfile.mkdtemp(prefix="mimi-sim-")
         self.runtime = runtime
         self.provider = provider
-        self.heap = heap
+        self.heap = heap or launcher.HEAP_DEFAULT
         self.allowed = allowed
         self.model = model
         self.env_extra = dict(env or {})

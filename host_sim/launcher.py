@@ -38,6 +38,10 @@ import sys
 from host_sim import hostenv
 
 RESET_EXIT = 75
+# The micropython runtime's heap: an ESP32-S3 with 2 MB of PSRAM, the board the README
+# recommends (MicroPython gives nearly all of it to the GC heap); --heap 256K plays a board
+# without PSRAM. Memory budgets are measured by `python -m host_sim bench`.
+HEAP_DEFAULT = "2M"
 
 
 def seed_flash(flash_dir):
@@ -272,7 +276,7 @@ def apply_env_settings(flash_dir, environ):
     return sorted(values)
 
 
-def run(flash_dir, runtime="cpython", heap="512K", env_extra=None):
+def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     """Boot the firmware until SIGINT/SIGTERM; reboot it when it asks to reset. Returns exit status.
 
     ``env_extra``: variables added to this process's environment for the board (the

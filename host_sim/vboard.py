@@ -45,7 +45,7 @@ def log(msg):
 class VBoard:
     """One virtual board: ``start()``, then ``serve()`` until ``stop()``."""
 
-    def __init__(self, flash_dir, port, heap="512K", boot=True, host="127.0.0.1"):
+    def __init__(self, flash_dir, port, heap="2M", boot=True, host="127.0.0.1"):
         self.flash_dir = os.path.abspath(flash_dir)
         self.heap = heap
         self.boot = boot
@@ -224,7 +224,7 @@ class VBoard:
                 p.wait()
 
 
-def main(flash_dir, port, heap="512K", boot=True):
+def main(flash_dir, port, heap="2M", boot=True):
     """Serve a virtual board until SIGINT/SIGTERM; return an exit status."""
     os.makedirs(flash_dir, exist_ok=True)
     vb = VBoard(flash_dir, port, heap, boot)
