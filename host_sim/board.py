@@ -18,9 +18,10 @@ def run(firmware_dir):
     """Boot the firmware from ``firmware_dir`` and idle like the REPL would; return an exit status."""
     import machine
 
-    _exec(firmware_dir + "/boot.py")
-    _exec(firmware_dir + "/main.py")
     try:
+        # Ctrl-C may come while boot.py or main.py still run: stop cleanly then too.
+        _exec(firmware_dir + "/boot.py")
+        _exec(firmware_dir + "/main.py")
         while not getattr(machine, "RESET_REQUESTED", False):
             time.sleep_ms(100)
     except KeyboardInterrupt:

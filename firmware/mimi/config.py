@@ -102,6 +102,61 @@ CLI_CHAT_ID = "console"  # the cli channel's one chat
 CLI_ASK_TIMEOUT_MS = const(300000)
 CLI_LINE_MAX = const(512)
 
+# -- storage (mimi/storage/; issue 3) --------------------------------------------------
+FS_NAME_MAX_BYTES = const(64)  # one name in a path; LittleFS allows 255, this leaves room
+FS_PATH_MAX_BYTES = const(200)  # a whole device path, as UTF-8
+FS_CHUNK_BYTES = const(512)  # copy and scan block: every streamed file op uses this
+SESSION_ARCHIVE_DIR = SESSIONS_DIR + "/archive"
+SESSION_ROTATE_BYTES = const(65536)  # a session file past this moves to the archive
+SESSION_ARCHIVES_MAX = const(8)  # archives kept per session; the oldest goes first
+SESSION_CARRY_MSGS = const(20)  # messages copied into the fresh file at a rotation
+SESSION_TOOL_RESULT_MAX_BYTES = const(1024)  # tool results are stored cut to this
+SESSION_LINE_MAX_BYTES = const(16384)  # longer lines stay on flash; the window gets a pointer
+SESSION_WINDOW_MAX_BYTES = const(24576)  # JSON bytes of history one load may hold
+MEMORY_MAX_BYTES = const(16384)  # MEMORY.md as written by write_memory
+MEMORY_DAILY_MAX_BYTES = const(16384)  # one day's note, as appended by append_daily
+MEMORY_RECENT_DAYS = const(3)
+MEMORY_RECENT_MAX_BYTES = const(4096)
+SKILLS_INDEX_MAX_BYTES = const(2048)
+SKILLS_HEAD_BYTES = const(1024)  # bytes of a skill read to find its title and summary
+SKILLS_SUMMARY_MAX_BYTES = const(200)  # one skill's line in the index
+CRON_JOBS_MAX = const(16)
+CRON_FILE_MAX_BYTES = const(8192)
+CRON_EVERY_MIN_S = const(60)
+CRON_EVERY_MAX_S = const(31622400)  # 366 days
+CRON_TEXT_MAX_BYTES = const(512)
+
+# -- context (mimi/agent/context.py; ../shared/DESIGN.md "Context") -------------------
+CONTEXT_RULES_MAX_BYTES = const(3072)
+CONTEXT_SOUL_MAX_BYTES = const(1024)
+CONTEXT_USER_MAX_BYTES = const(1024)
+CONTEXT_MEMORY_MAX_BYTES = const(4096)
+CONTEXT_NOTES_MAX_BYTES = const(4096)
+CONTEXT_SKILLS_MAX_BYTES = const(2048)
+CONTEXT_MIN_SECTION_BYTES = const(160)  # a section given less room than this is left out
+CONTEXT_CONTINUE_WINDOW_S = const(1800)  # today's note written this recently: continued
+CONTEXT_CONTINUE_MIN_BYTES = const(100)
+SOUL_VOICE_PATH = CONFIG_DIR + "/SOUL_voice.md"
+
+# -- tools (mimi/tools/; issue 3) ------------------------------------------------------
+TOOL_READ_MAX_BYTES = const(7680)  # one read_file call; under the 8 KB result cap
+TOOL_WRITE_MAX_BYTES = const(32768)  # content of one write_file / edit_file
+TOOL_LIST_MAX_ENTRIES = const(100)
+TOOL_SECTION_MAX_BYTES = const(7680)
+TOOL_SEARCH_MAX_HITS = const(30)  # search_files
+MEMORY_SEARCH_MAX_MATCHES = const(50)  # seed 003
+MEMORY_SEARCH_MAX_BYTES = const(10000)  # seed 003's 10,000 characters, counted in bytes
+MEMORY_SEARCH_CONTEXT_LINES = const(2)
+TOOL_MESSAGE_MAX_BYTES = const(4096)  # one send_message text
+
+# -- http (issue 4; mimi/net/http.py) ---------------------------------------------------
+HTTP_CONNECT_TIMEOUT_MS = const(10000)  # TCP connect and TLS handshake
+HTTP_TIMEOUT_MS = const(30000)  # each read or write; callers raise it for slow replies
+HTTP_DEADLINE_MS = const(300000)  # a whole exchange, so a dripping server cannot hold a thread
+HTTP_BODY_MAX_BYTES = const(4096)  # body cap when the caller passes no buffer
+HTTP_LINE_BYTES = const(1024)  # status line, one header line, one chunk-size line
+HTTP_WRITE_BUF_BYTES = const(1024)  # request bytes gathered before one socket write
+
 # -- settings ---------------------------------------------------------------------------
 # name -> (store key, default, secret). Store keys are at most 15 characters (NVS).
 SETTINGS = {

@@ -31,13 +31,15 @@ _TYPES = {
 class Tool:
     """A tool the model can call."""
 
-    def __init__(self, name, description, schema, handler, group="misc", available=None):
+    def __init__(self, name, description, schema, handler, group="misc", available=None,
+                 max_bytes=TOOL_RESULT_MAX_BYTES):
         self.name = name
         self.description = description
         self.schema = schema  # {"type": "object", "properties": {...}, "required": [...]}
         self.handler = handler
         self.group = group
         self.available = available  # callable -> bool, or None for always
+        self.max_bytes = max_bytes  # the result's cap (memory_search: seed 003's 10,000)
 
 
 _tools = {}
@@ -95,9 +97,15 @@ def check_args(tool, args):
         if name not in props:
             return "unknown argument '%s' (expected: %s)" % (name, ", ".join(props) or "none")
         want = props[name].get("type")
-        types = _TYPES.get(want)
+        if isinstance(want, list):  # ["string", "integer"]: any of them
+            types = ()
+            for w in want:
+                types += _TYPES.get(w, ())
+            want = " or ".join(want)
+        else:
+            types = _TYPES.get(want)
         v = args[name]
-        if types is None:
+        if not types:
             continue
         if isinstance(v, bool) and bool not in types:
             return "argument '%s' must be %s, got boolean" % (name, want)
@@ -160,4 +168,4 @@ def execute(name, args, ctx):
         return (cap("Error: %s: %s" % (name, msg)), True)
     if out is None:
         out = "ok"
-    return (cap(out), False)
+    return (cap(out, tool.max_bytes), False)

@@ -1,0 +1,103 @@
+"""The TLS trust store: PEM files in ``/data/certs``, one certificate in RAM at a time.
+
+``/data/certs/ca.pem`` is the bundle shipped in ``spiffs_seed/certs`` (roots for
+api.anthropic.com, api.openai.com, api.telegram.org; README "LLM providers and HTTP");
+the owner may drop more ``*.pem`` files beside it for a self-hosted server. The unix
+port's mbedTLS cannot parse PEM, so each certificate is decoded to DER here and handed
+to ``seam.tls_context`` one by one. The parsed context is built once and shared by all
+connections; ``reset()`` after adding a file.
+"""
+import binascii
+import os
+
+from micropython import const
+
+from mimi import config, log, seam
+
+TAG = "tls"
+_LINE_MAX = const(256)  # PEM lines are 64 characters; longer ones are not PEM
+_CERT_B64_MAX = const(8192)  # base64 of one certificate (a 4096-bit root is about 1.9 KB)
+
+_ctx = None
+
+
+def files(folder=None):
+    """Device paths of the PEM files to trust: ``ca.pem`` first, then the others sorted."""
+    folder = folder or config.CERTS_DIR
+    try:
+        names = os.listdir(seam.real_path(folder))
+    except OSError:
+        return []
+    names = sorted(n for n in names if n.endswith(".pem"))
+    if "ca.pem" in names:
+        names.remove("ca.pem")
+        names.insert(0, "ca.pem")
+    return [folder + "/" + n for n in names]
+
+
+def ders(paths):
+    """Yield each certificate in the PEM files ``paths`` as DER bytes.
+
+    Lines outside ``BEGIN/END CERTIFICATE`` are ignored (comments, labels). A broken block
+    is skipped with a log line naming the file; nothing else is lost.
+    """
+    for path in paths:
+        try:
+            f = open(seam.real_path(path), "rb")
+        except OSError as e:
+            log.warn(TAG, "cannot open %s: %s", path, e)
+            continue
+        try:
+            parts = None
+            size = 0
+            while True:
+                line = f.readline(_LINE_MAX)
+                if not line:
+                    break
+                line = line.strip()
+                if line.startswith(b"-----BEGIN CERTIFICATE"):
+                    parts, size = [], 0
+                elif line.startswith(b"-----END CERTIFICATE"):
+                    if parts:
+                        try:
+                            der = binascii.a2b_base64(b"".join(parts))
+                        except ValueError:
+                            der = None
+                        parts = None
+                        if der:
+                            yield der
+                        else:
+                            log.warn(TAG, "bad certificate in %s skipped", path)
+                elif parts is not None and line:
+                    size += len(line)
+                    if size > _CERT_B64_MAX:
+                        log.warn(TAG, "oversized certificate in %s skipped", path)
+                        parts = None
+                    else:
+                        parts.append(line)
+        finally:
+            f.close()
+
+
+def context():
+    """The shared verifying TLS context, built on first use from ``files()``.
+
+    Raises ``seam.TLSError`` when no certificate could be loaded (then no HTTPS request
+    can be verified: the message says where the bundle belongs).
+    """
+    global _ctx
+    if _ctx is None:
+        ctx, n, bad = seam.tls_context(ders(files()))
+        if bad:
+            log.warn(TAG, "%d certificates in %s could not be parsed, skipped", bad, config.CERTS_DIR)
+        if not n:
+            raise seam.TLSError("no CA certificates in %s (copy spiffs_seed/certs there)" % config.CERTS_DIR)
+        log.info(TAG, "%d CA certificates loaded", n)
+        _ctx = ctx
+    return _ctx
+
+
+def reset():
+    """Forget the built context (after a certificate file was added or removed)."""
+    global _ctx
+    _ctx = None

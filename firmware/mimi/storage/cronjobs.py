@@ -1,0 +1,239 @@
+"""The job store ``/data/cron.json``: what the cron service runs and when.
+
+A job is a dict (docs/internals.md, "Storage"): ``id``, ``kind`` and its time field --
+``every`` with ``every_s`` (seconds), ``at`` with ``at_s`` (unix seconds, once),
+``daily`` with ``hhmm`` (``"07:30"``, the owner's local time) -- plus ``text`` (the
+message the agent gets), ``chat_id``, ``channel``, ``next_s`` (next run, None until the
+clock is set), ``last_s`` and ``created_s``.
+
+The scheduler (the cron service, another part) calls ``due(now_s)`` and, after queueing
+each job, ``mark_run(id, now_s)``. Missed runs after a downtime run once, not once per
+missed period; nothing is due while the clock is not set; a ``daily`` job follows a
+change of time zone. The file is ``{"seq": n, "jobs": [...]}`` and every change is an
+atomic rewrite under one lock.
+"""
+import json
+
+from mimi import clock, config, log, seam
+from mimi.storage import fs
+
+TAG = "cron"
+KINDS = ("every", "at", "daily")
+_CHANNELS = ("telegram", "cli")
+_FIELDS = ("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel")
+
+_lock = seam.allocate_lock()
+_LIST = type([])  # this module's list() is the job list, not the built-in
+
+
+def _load():
+    """``(seq, jobs)`` from the file; ``ValueError`` when it is damaged (it is left as is)."""
+    try:
+        text, cut, size = fs.read_text(config.CRON_PATH, config.CRON_FILE_MAX_BYTES)
+    except fs.NotFound:
+        return 0, []
+    if cut:
+        raise ValueError("cron.json is %d bytes, over %d" % (size, config.CRON_FILE_MAX_BYTES))
+    try:
+        d = json.loads(text)
+        jobs = d["jobs"]
+        seq = int(d.get("seq", 0))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ValueError("cron.json is damaged; fix or delete it")
+    if not isinstance(jobs, _LIST):
+        raise ValueError("cron.json is damaged; fix or delete it")
+    return seq, jobs
+
+
+def _save(seq, jobs):
+    fs.write(config.CRON_PATH, json.dumps({"seq": seq, "jobs": jobs}, separators=(",", ":")))
+
+
+def _int(v, name):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        raise ValueError("%s must be a whole number of seconds" % name)
+    return int(v)
+
+
+def validate(spec, now_s=None):
+    """Check a job spec and return the job dict to store (without ``id``).
+
+    ``spec`` keys: ``kind``; ``every_s`` | ``at_s`` or ``at`` (``YYYY-MM-DD HH:MM`` local)
+    | ``hhmm``; ``text``; ``chat_id``; ``channel`` (default ``telegram``). Raises
+    ``ValueError`` naming the first problem.
+    """
+    if not isinstance(spec, dict):
+        raise ValueError("a job must be an object")
+    for k in spec:
+        if k not in _FIELDS:
+            raise ValueError("unknown field '%s' (expected: %s)" % (k, ", ".join(_FIELDS)))
+    if now_s is None:
+        now_s = seam.time_s()
+    synced = clock.synced(now_s)
+    kind = spec.get("kind")
+    if kind not in KINDS:
+        raise ValueError("kind must be every, at or daily")
+    text = spec.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text is needed: what should happen when the job runs")
+    if len(text.encode()) > config.CRON_TEXT_MAX_BYTES:
+        raise ValueError("text is over %d bytes" % config.CRON_TEXT_MAX_BYTES)
+    channel = spec.get("channel") or "telegram"
+    if channel not in _CHANNELS:
+        raise ValueError("channel must be one of: %s" % ", ".join(_CHANNELS))
+    chat = spec.get("chat_id")
+    chat = "" if chat is None or isinstance(chat, bool) else str(chat).strip()
+    if not chat:
+        raise ValueError("chat_id is needed: the chat that gets the result")
+    if channel == "telegram" and not (chat.lstrip("-").isdigit() and chat.count("-") <= 1):
+        raise ValueError("chat_id for telegram must be a number, got '%s'" % chat)
+    job = {"kind": kind, "text": text.strip(), "chat_id": chat, "channel": channel,
+           "next_s": None, "last_s": None, "created_s": now_s if synced else None}
+    if kind == "every":
+        if "every_s" not in spec:
+            raise ValueError("every_s is needed for kind 'every'")
+        n = _int(spec["every_s"], "every_s")
+        if not config.CRON_EVERY_MIN_S <= n <= config.CRON_EVERY_MAX_S:
+            raise ValueError("every_s must be between %d and %d" % (config.CRON_EVERY_MIN_S, config.CRON_EVERY_MAX_S))
+        job["every_s"] = n
+        if synced:
+            job["next_s"] = now_s + n
+    elif kind == "at":
+        if "at_s" in spec:
+            at = _int(spec["at_s"], "at_s")
+            if not clock.synced(at):
+                raise ValueError("at_s must be unix seconds (UTC)")
+        elif "at" in spec:
+            at = clock.parse_local(spec["at"])
+        else:
+            raise ValueError("at (YYYY-MM-DD HH:MM, local time) or at_s is needed for kind 'at'")
+        if synced and at <= now_s:
+            raise ValueError("that time has passed (now it is %s)" % clock.iso_local(now_s))
+        job["at_s"] = at
+        job["next_s"] = at
+    else:
+        if "hhmm" not in spec:
+            raise ValueError("hhmm (HH:MM, local time) is needed for kind 'daily'")
+        m = clock.parse_hhmm(spec["hhmm"])
+        job["hhmm"] = "%02d:%02d" % (m // 60, m % 60)
+        if synced:
+            job["next_s"] = clock.next_daily(m, now_s)
+    return job
+
+
+def add(spec, now_s=None):
+    """Validate ``spec`` and store it as a new job; return its id (``"j7"``).
+
+    Raises ``ValueError`` (bad spec, too many jobs, damaged file): nothing stored.
+    """
+    job = validate(spec, now_s)
+    with _lock:
+        seq, jobs = _load()
+        if len(jobs) >= config.CRON_JOBS_MAX:
+            raise ValueError("there are already %d jobs; remove one first" % len(jobs))
+        seq += 1
+        job["id"] = "j%d" % seq
+        jobs.append(job)
+        _save(seq, jobs)
+    log.info(TAG, "added %s (%s)", job["id"], kind_text(job))
+    return job["id"]
+
+
+def remove(job_id):
+    """Delete job ``job_id``. Raises ``ValueError`` when there is no such job."""
+    with _lock:
+        seq, jobs = _load()
+        keep = [j for j in jobs if j.get("id") != job_id]
+        if len(keep) == len(jobs):
+            raise ValueError("no job with id '%s'" % job_id)
+        _save(seq, keep)
+
+
+def list():
+    """All jobs (dicts), in the order they were added. Raises ``ValueError`` if the file is damaged."""
+    with _lock:
+        return _load()[1]
+
+
+def _daily_next(job, now_s):
+    m = clock.parse_hhmm(job["hhmm"])
+    after = job.get("last_s") or job.get("created_s")
+    return clock.next_daily(m, after if after else now_s)
+
+
+def due(now_s):
+    """Jobs to run now: ``next_s <= now_s``. [] while the clock is not set.
+
+    Side effect: jobs added before the clock was set get their ``next_s`` now (saved).
+    A damaged file is logged and treated as empty (it is not overwritten).
+    """
+    if not clock.synced(now_s):
+        return []
+    out = []
+    with _lock:
+        try:
+            seq, jobs = _load()
+        except ValueError as e:
+            log.warn(TAG, "%s", e)
+            return []
+        changed = False
+        for j in jobs:
+            k = j.get("kind")
+            nxt = j.get("next_s")
+            if k == "daily":
+                if not j.get("created_s"):  # added before the clock was set
+                    j["created_s"] = now_s
+                    changed = True
+                want = _daily_next(j, now_s)
+                if want != nxt:
+                    j["next_s"] = nxt = want
+                    changed = True
+            elif nxt is None:
+                nxt = now_s + j.get("every_s", 0) if k == "every" else j.get("at_s")
+                j["next_s"] = nxt
+                changed = True
+            if nxt is not None and nxt <= now_s:
+                out.append(dict(j))
+        if changed:
+            _save(seq, jobs)
+    return out
+
+
+def mark_run(job_id, now_s):
+    """Record that job ``job_id`` ran at ``now_s``; set its next run; return the job.
+
+    ``every``: the next multiple of ``every_s`` after ``now_s`` on the job's own grid (so a
+    downtime of many periods gives one run); ``at``: the job is removed; ``daily``: the
+    next local ``hhmm`` after ``now_s``. Returns None when the job no longer exists.
+    """
+    with _lock:
+        seq, jobs = _load()
+        for i in range(len(jobs)):
+            j = jobs[i]
+            if j.get("id") != job_id:
+                continue
+            j["last_s"] = now_s
+            k = j.get("kind")
+            if k == "at":
+                jobs.pop(i)
+            elif k == "every":
+                step = j["every_s"]
+                nxt = j.get("next_s") or now_s
+                if nxt <= now_s:
+                    nxt += step * ((now_s - nxt) // step + 1)
+                j["next_s"] = nxt
+            else:
+                j["next_s"] = _daily_next(j, now_s)
+            _save(seq, jobs)
+            return j
+    return None
+
+
+def kind_text(job):
+    """When a job runs, in words: ``every 3600 s``, ``at 2026-01-05T08:00:00+08:00``, ``daily at 07:30``."""
+    k = job.get("kind")
+    if k == "every":
+        return "every %d s" % job.get("every_s", 0)
+    if k == "at":
+        return "once at %s" % clock.iso_local(job.get("at_s", 0))
+    return "daily at %s (local)" % job.get("hhmm")

@@ -1,0 +1,279 @@
+"""File tools: read_file, write_file, edit_file, list_dir, read_section, search_files.
+
+All paths go through ``mimi.storage.fs.check`` (``/data`` only). The model retrieves
+for itself with these (seed 004): the context holds the map, these open the files.
+Files mimi keeps for itself (sessions, the cron store, runtime state, certificates)
+may be read but not written. Every read is capped; a partial read says which bytes it
+showed and how to get the next ones. Writes under ``/data/memory`` hold
+``memory.LOCK`` so they cannot interleave with another thread's edit.
+"""
+from mimi import config
+from mimi.storage import fs, memory
+from mimi.tools import registry
+
+_PATH = {"type": "string", "description": "file path under /data, e.g. /data/memory/MEMORY.md"}
+
+
+def _kept(p):
+    for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
+        if p == r or p.startswith(r + "/"):
+            return r
+    return None
+
+
+def _writable(path):
+    p = fs.check_file(path)
+    r = _kept(p)
+    if r:
+        raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
+            r, " (use the cron tools)" if r == config.CRON_PATH else ""))
+    return p
+
+
+class _Nolock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+_NOLOCK = _Nolock()
+
+
+def _lock_for(p):
+    return memory.LOCK if p.startswith(config.MEMORY_DIR + "/") else _NOLOCK
+
+
+def _decode(data, path):
+    try:
+        return data.decode()
+    except UnicodeError:
+        raise ValueError("%s is not UTF-8 text" % path)
+
+
+def read_file(args, ctx):
+    """``path``, optional ``offset`` and ``length`` (bytes, at most ``TOOL_READ_MAX_BYTES``)."""
+    p = fs.check_file(args["path"])
+    offset = args.get("offset") or 0
+    length = args.get("length") or config.TOOL_READ_MAX_BYTES
+    if offset < 0 or length < 0:
+        raise ValueError("offset and length must not be negative")
+    length = min(length, config.TOOL_READ_MAX_BYTES)
+    data, cut, size = fs.read(p, length, offset)
+    if size == 0:
+        return "(empty file)"
+    if offset >= size:
+        return "(offset %d is at or past the end: the file has %d bytes)" % (offset, size)
+    a = fs.utf8_start(data, 0)
+    b = fs.utf8_end(data, len(data)) if cut else len(data)
+    text = _decode(data[a:b], p)
+    start = offset + a
+    end = offset + b
+    if start == 0 and end >= size:
+        return text
+    more = "; next: offset=%d" % end if end < size else ""
+    return "%s\n[bytes %d-%d of %d%s]" % (text, start, end, size, more)
+
+
+def write_file(args, ctx):
+    """``path``, ``content``: replace (or create) the file, atomically."""
+    p = _writable(args["path"])
+    data = args["content"].encode()
+    if len(data) > config.TOOL_WRITE_MAX_BYTES:
+        raise ValueError("content is %d bytes; at most %d per write" % (len(data), config.TOOL_WRITE_MAX_BYTES))
+    with _lock_for(p):
+        fs.write(p, data)
+    return "wrote %d bytes to %s" % (len(data), p)
+
+
+def edit_file(args, ctx):
+    """``path``, ``old_text`` (must occur exactly once), ``new_text``."""
+    p = _writable(args["path"])
+    old = args["old_text"]
+    new = args["new_text"]
+    if not old:
+        raise ValueError("old_text is empty: give the exact text to replace")
+    with _lock_for(p):
+        data, cut, size = fs.read(p, config.TOOL_WRITE_MAX_BYTES)
+        if cut:
+            raise ValueError("%s is %d bytes, too large to edit (limit %d): rewrite it in parts" % (
+                p, size, config.TOOL_WRITE_MAX_BYTES))
+        text = _decode(data, p)
+        data = None
+        n = text.count(old)
+        if n != 1:
+            if n == 0:
+                raise ValueError("old_text was not found in %s (read_file it and copy the text exactly)" % p)
+            raise ValueError("old_text occurs %d times in %s; include more of the text around it so it occurs once" % (n, p))
+        text = text.replace(old, new, 1)
+        out = text.encode()
+        text = None
+        if len(out) > config.TOOL_WRITE_MAX_BYTES:
+            raise ValueError("the edit would make %s %d bytes (limit %d)" % (p, len(out), config.TOOL_WRITE_MAX_BYTES))
+        fs.write(p, out)
+    return "edited %s (%d bytes now)" % (p, len(out))
+
+
+def list_dir(args, ctx):
+    """``path`` (default ``/data``): entries, folders marked with ``/``."""
+    p = fs.check(args.get("path") or config.DATA)
+    entries = fs.listdir(p)
+    if not entries:
+        return "%s is empty" % p
+    out = ["%s:" % p]
+    cap = config.TOOL_LIST_MAX_ENTRIES
+    for name, is_dir, size in entries[:cap]:
+        out.append("  %s/" % name if is_dir else "  %s  (%d bytes)" % (name, size))
+    if len(entries) > cap:
+        out.append("  ... %d more" % (len(entries) - cap))
+    return "\n".join(out)
+
+
+def _heading(line):
+    """``(level, text)`` when ``line`` (bytes) is a markdown heading, else None."""
+    if not line.startswith(b"#"):
+        return None
+    lvl = 0
+    while lvl < len(line) and line[lvl] == 35:  # '#'
+        lvl += 1
+    if lvl > 6 or (lvl < len(line) and line[lvl] not in (32, 9)):
+        return None
+    try:
+        return lvl, line[lvl:].decode().strip()
+    except UnicodeError:
+        return lvl, ""
+
+
+def read_section(args, ctx):
+    """``path``, ``heading``: the markdown section under the first heading that matches.
+
+    Matching ignores case: an equal heading wins, else the first that contains the words.
+    The section runs to the next heading of the same or a higher level. Without a match,
+    the answer lists the headings the file has.
+    """
+    p = fs.check_file(args["path"])
+    want = args["heading"].strip().lstrip("#").strip().lower()
+    if not want:
+        raise ValueError("heading is empty")
+    found = None  # (level, start offset, exact)
+    end = None
+    heads = []
+    for off, line in fs.lines(p):
+        h = _heading(line)
+        if h is None:
+            continue
+        lvl, title = h
+        if found is not None:
+            if lvl <= found[0]:
+                if found[2] or title.lower() != want:
+                    end = off
+                    break
+                found = (lvl, off, True)  # an exact match later beats a partial one
+            continue
+        if len(heads) < 40:
+            heads.append("#" * lvl + " " + title)
+        t = title.lower()
+        if t == want or want in t:
+            found = (lvl, off, t == want)
+    if found is None:
+        return "no heading matching '%s' in %s. Headings: %s" % (args["heading"], p, "; ".join(heads) or "none")
+    size = fs.size(p)
+    stop = size if end is None else end
+    length = min(stop - found[1], config.TOOL_SECTION_MAX_BYTES)
+    data = fs.read(p, length, found[1])[0]
+    cut = found[1] + length < stop
+    if cut:
+        data = data[:fs.utf8_end(data, len(data))]
+    text = _decode(data, p).rstrip("\n")
+    if cut:
+        nxt = found[1] + len(data)
+        text += "\n[section continues: read_file %s offset=%d length=%d]" % (p, nxt, stop - nxt)
+    return text
+
+
+def _walk(p, depth, out, limit):
+    for name, is_dir, size in fs.listdir(p):
+        if len(out) >= limit:
+            return
+        q = p + "/" + name
+        if is_dir:
+            if depth > 0:
+                _walk(q, depth - 1, out, limit)
+        else:
+            out.append((q, size))
+
+
+def search_files(args, ctx):
+    """``query`` (keywords), optional ``path`` (folder, default ``/data``).
+
+    Scores each file by the keywords found in its path and first line; returns the best
+    ``TOOL_SEARCH_MAX_HITS`` with their first lines (seed 004's search_files).
+    """
+    root = fs.check(args.get("path") or config.DATA)
+    words = [w for w in args["query"].lower().split() if w]
+    if not words:
+        raise ValueError("query is empty: give one or more keywords")
+    files = []
+    _walk(root, 3, files, 400)
+    hits = []
+    for q, size in files:
+        first = ""
+        if size:
+            try:
+                for _, line in fs.lines(q, 160):
+                    first = line.decode().strip()
+                    if first:
+                        break
+            except (UnicodeError, OSError, ValueError):
+                first = ""
+        hay = (q + " " + first).lower()
+        score = 0
+        for w in words:
+            if w in hay:
+                score += 2 if w in q.lower() else 1
+        if score:
+            hits.append((-score, q, size, first))
+    if not hits:
+        return "no file under %s matches '%s' in its name or first line" % (root, args["query"])
+    hits.sort()
+    out = []
+    for s, q, size, first in hits[:config.TOOL_SEARCH_MAX_HITS]:
+        out.append("%s (%d bytes)%s" % (q, size, ": " + first[:120] if first else ""))
+    if len(hits) > config.TOOL_SEARCH_MAX_HITS:
+        out.append("... %d more; narrow the query or the folder" % (len(hits) - config.TOOL_SEARCH_MAX_HITS))
+    return "\n".join(out)
+
+
+def register_all():
+    """Register the six file tools (group ``file``)."""
+    T = registry.Tool
+    reg = registry.register
+    reg(T("read_file", "Read a text file under /data. Long files come in parts: pass offset "
+          "(bytes) and length to read further.",
+          {"type": "object", "properties": {
+              "path": _PATH,
+              "offset": {"type": "integer", "description": "byte to start at (default 0)"},
+              "length": {"type": "integer", "description": "bytes to read (default and max %d)" % config.TOOL_READ_MAX_BYTES}},
+           "required": ["path"]}, read_file, "file"))
+    reg(T("write_file", "Create or replace a file under /data with the given text (atomic). "
+          "To change part of a file, use edit_file.",
+          {"type": "object", "properties": {"path": _PATH, "content": {"type": "string"}},
+           "required": ["path", "content"]}, write_file, "file"))
+    reg(T("edit_file", "Replace old_text with new_text in a file. old_text must occur exactly once: "
+          "read the file first and copy it exactly.",
+          {"type": "object", "properties": {
+              "path": _PATH, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
+           "required": ["path", "old_text", "new_text"]}, edit_file, "file"))
+    reg(T("list_dir", "List a folder under /data (default /data): names, sizes, subfolders.",
+          {"type": "object", "properties": {"path": {"type": "string", "description": "folder, default /data"}}},
+          list_dir, "file"))
+    reg(T("read_section", "Read one markdown section (a heading and what is under it) of a long file.",
+          {"type": "object", "properties": {
+              "path": _PATH, "heading": {"type": "string", "description": "heading text, e.g. Pin Aliases"}},
+           "required": ["path", "heading"]}, read_section, "file"))
+    reg(T("search_files", "Find files whose name or first line holds the keywords, under a folder.",
+          {"type": "object", "properties": {
+              "query": {"type": "string", "description": "keywords separated by spaces"},
+              "path": {"type": "string", "description": "folder to search, default /data"}},
+           "required": ["query"]}, search_files, "file"))

@@ -1,0 +1,57 @@
+"""send_message: put a message to a chat on the bus (for cron and heartbeat turns).
+
+MimiClaw has no way to reach the user unprompted; here a cron or heartbeat turn calls
+this tool. The target must be the current chat, the owner's chat, or an allowed chat
+(settings ``owner_chat``, ``allowed_chats``), so a prompt cannot make the bot message
+strangers.
+"""
+from mimi import config
+from mimi.tools import registry
+
+_CHANNELS = ("telegram", "cli")
+
+
+def _allowed():
+    ids = []
+    for name in ("owner_chat", "allowed_chats"):
+        for part in config.get(name).replace(",", " ").split():
+            ids.append(part)
+    return ids
+
+
+def send_message(args, ctx):
+    """``text``, optional ``chat_id`` and ``channel`` (default: the chat this turn is for)."""
+    bus = ctx.get("bus")
+    if bus is None:
+        raise ValueError("no message bus in this turn")
+    text = args["text"]
+    if not text.strip():
+        raise ValueError("text is empty")
+    if len(text.encode()) > config.TOOL_MESSAGE_MAX_BYTES:
+        raise ValueError("text is over %d bytes: shorten it" % config.TOOL_MESSAGE_MAX_BYTES)
+    here = ctx.get("channel")
+    channel = args.get("channel") or ctx.get("reply_channel") or (here if here in _CHANNELS else "telegram")
+    if channel not in _CHANNELS:
+        raise ValueError("channel must be one of: %s" % ", ".join(_CHANNELS))
+    chat = args.get("chat_id")
+    chat = str(ctx.get("chat_id") if chat is None or chat == "" else chat).strip()
+    if not chat or chat == "None":
+        raise ValueError("chat_id is needed")
+    if chat != str(ctx.get("chat_id")) and chat not in _allowed():
+        raise ValueError("chat %s is not this chat, the owner's, or an allowed chat" % chat)
+    if not bus.send(channel, chat, text, "text"):
+        raise ValueError("the outbound queue is full; try again later")
+    return "sent to %s chat %s (%d bytes)" % (channel, chat, len(text.encode()))
+
+
+def register_all():
+    """Register send_message (group ``msg``)."""
+    registry.register(registry.Tool(
+        "send_message",
+        "Send a message to a chat now (e.g. from a scheduled job or heartbeat). Default: this chat.",
+        {"type": "object", "properties": {
+            "text": {"type": "string"},
+            "chat_id": {"type": ["string", "integer"], "description": "numeric chat id; default this chat"},
+            "channel": {"type": "string", "enum": list(_CHANNELS), "description": "default telegram"}},
+         "required": ["text"]},
+        send_message, "msg"))

@@ -1,0 +1,162 @@
+"""The cron job store: validation, ids, due and mark_run (both runtimes)."""
+import json
+
+from mimi import config
+from mimi.storage import cronjobs, fs
+import power_cut
+import support
+
+RUNTIMES = ("cpython", "micropython")
+
+T0 = 1767225600  # 2026-01-01 00:00 UTC; 08:00 at +08:00
+
+
+def _fresh(tz="+08:00"):
+    root = support.fresh_flash()
+    config.set("tz", tz)
+    return root
+
+
+def _spec(**kw):
+    d = {"kind": "every", "every_s": 3600, "text": "check the plants", "chat_id": "42"}
+    d.update(kw)
+    return d
+
+
+def _err(spec, now=T0):
+    return str(support.raises(ValueError, cronjobs.validate, spec, now))
+
+
+def test_validation_names_the_problem():
+    _fresh()
+    assert "kind" in _err(_spec(kind="weekly"))
+    assert "every_s must be between" in _err(_spec(every_s=5))
+    assert "whole number" in _err(_spec(every_s="60"))
+    assert "every_s is needed" in _err({"kind": "every", "text": "x", "chat_id": "1"})
+    assert "text is needed" in _err(_spec(text="  "))
+    assert "over 512 bytes" in _err(_spec(text="x" * 513))
+    assert "chat_id is needed" in _err(_spec(chat_id=None))
+    assert "must be a number" in _err(_spec(chat_id="@me"))
+    assert "channel" in _err(_spec(channel="email"))
+    assert "unknown field 'cron'" in _err(_spec(cron="* * * * *"))
+    assert "has passed" in _err(_spec(kind="at", at_s=T0 - 10))
+    assert "YYYY-MM-DD HH:MM" in _err(_spec(kind="at", at="tomorrow"))
+    assert "at (YYYY-MM-DD HH:MM" in _err({"kind": "at", "text": "x", "chat_id": "1"})
+    assert "HH:MM" in _err(_spec(kind="daily", hhmm="25:00"))
+
+
+def test_the_three_kinds():
+    _fresh("+08:00")
+    j = cronjobs.validate(_spec(), T0)
+    assert (j["kind"], j["every_s"], j["next_s"]) == ("every", 3600, T0 + 3600)
+    j = cronjobs.validate(_spec(kind="at", at="2026-01-01 09:30"), T0)
+    assert j["at_s"] == T0 + 5400 and j["next_s"] == T0 + 5400
+    j = cronjobs.validate(_spec(kind="daily", hhmm="7:30"), T0)
+    assert j["hhmm"] == "07:30" and j["next_s"] == T0 - 1800 + 86400
+    j = cronjobs.validate(_spec(chat_id=-1001), T0)
+    assert j["chat_id"] == "-1001" and j["channel"] == "telegram"
+
+
+def test_add_list_remove_with_unique_ids():
+    _fresh()
+    a = cronjobs.add(_spec(), T0)
+    b = cronjobs.add(_spec(kind="daily", hhmm="07:30"), T0)
+    assert (a, b) == ("j1", "j2")
+    assert [j["id"] for j in cronjobs.list()] == ["j1", "j2"]
+    cronjobs.remove("j2")
+    assert cronjobs.add(_spec(), T0) == "j3"  # an id is never reused
+    assert "no job" in str(support.raises(ValueError, cronjobs.remove, "j2"))
+    assert cronjobs.kind_text(cronjobs.list()[0]) == "every 3600 s"
+
+
+def test_job_limit():
+    _fresh()
+    for _ in range(config.CRON_JOBS_MAX):
+        cronjobs.add(_spec(), T0)
+    assert "remove one" in str(support.raises(ValueError, cronjobs.add, _spec(), T0))
+
+
+def test_every_job_after_downtime_runs_once_on_its_grid():
+    _fresh()
+    jid = cronjobs.add(_spec(every_s=600), T0)
+    assert cronjobs.due(T0 + 599) == []
+    assert [j["id"] for j in cronjobs.due(T0 + 600)] == [jid]
+    later = T0 + 600 + 10 * 3600 + 5  # ten hours down: 60 periods missed
+    assert len(cronjobs.due(later)) == 1
+    j = cronjobs.mark_run(jid, later)
+    assert j["last_s"] == later and j["next_s"] == T0 + 600 * 62
+    assert cronjobs.due(later + 1) == []
+
+
+def test_at_job_runs_once_and_is_removed():
+    _fresh()
+    jid = cronjobs.add(_spec(kind="at", at_s=T0 + 100), T0)
+    assert cronjobs.due(T0 + 50) == []
+    assert [j["id"] for j in cronjobs.due(T0 + 5000)] == [jid]
+    cronjobs.mark_run(jid, T0 + 5000)
+    assert cronjobs.list() == [] and cronjobs.due(T0 + 6000) == []
+    assert cronjobs.mark_run(jid, T0 + 6000) is None
+
+
+def test_daily_job_in_local_time_missed_days_run_once():
+    _fresh("+08:00")
+    jid = cronjobs.add(_spec(kind="daily", hhmm="09:00"), T0)  # 08:00 local now
+    assert cronjobs.due(T0 + 3599) == []
+    assert len(cronjobs.due(T0 + 3600)) == 1
+    cronjobs.mark_run(jid, T0 + 3600)
+    assert cronjobs.due(T0 + 3600 + 86399) == []
+    late = T0 + 3600 + 3 * 86400 + 60  # three days down
+    assert len(cronjobs.due(late)) == 1
+    j = cronjobs.mark_run(jid, late)
+    assert j["next_s"] == T0 + 3600 + 4 * 86400
+
+
+def test_daily_job_follows_a_time_zone_change():
+    _fresh("+08:00")
+    cronjobs.add(_spec(kind="daily", hhmm="09:00"), T0)
+    config.set("tz", "+09:00")  # 09:00 at +09:00 is 00:00 UTC
+    assert cronjobs.due(T0 + 10) == []
+    assert len(cronjobs.due(T0 + 86400)) == 1
+
+
+def test_nothing_fires_while_the_clock_is_unset():
+    _fresh()
+    jid = cronjobs.add(_spec(every_s=60), 500)  # added before NTP: no next run yet
+    jd = cronjobs.add(_spec(kind="daily", hhmm="09:00"), 500)
+    assert cronjobs.list()[0]["next_s"] is None
+    assert cronjobs.due(560) == [] and cronjobs.due(10 ** 6) == []
+    assert cronjobs.due(T0) == []  # clock now set: schedules from now
+    assert cronjobs.list()[0]["next_s"] == T0 + 60
+    assert [j["id"] for j in cronjobs.due(T0 + 60)] == [jid]
+    assert [j["id"] for j in cronjobs.due(T0 + 3600)] == [jid, jd]
+
+
+def test_a_damaged_file_is_reported_and_kept():
+    root = _fresh()
+    support.write(root + "/data/cron.json", "{not json")
+    assert "damaged" in str(support.raises(ValueError, cronjobs.add, _spec(), T0))
+    assert cronjobs.due(T0) == []
+    assert support.read(root + "/data/cron.json") == b"{not json"
+
+
+def test_job_store_writes_survive_a_power_cut_at_every_step():
+    root = _fresh()
+    before = {"seq": 1, "jobs": [cronjobs.validate(_spec(), T0)]}
+    before["jobs"][0]["id"] = "j1"
+    text = json.dumps(before)
+
+    def setup():
+        support.write(root + "/data/cron.json", text)
+
+    def verify():
+        jobs = cronjobs.list()
+        assert [j["id"] for j in jobs] in (["j1"], ["j1", "j2"]), jobs
+
+    power_cut.each_cut(setup, lambda: cronjobs.add(_spec(text="y" * 500), T0), verify)
+
+    def verify_run():
+        j = cronjobs.list()[0]
+        assert j["next_s"] in (T0 + 3600, T0 + 7200)
+        assert fs.exists("/data/cron.json")
+
+    power_cut.each_cut(setup, lambda: cronjobs.mark_run("j1", T0 + 3600), verify_run, True)

@@ -1,0 +1,257 @@
+"""Safe paths, capped reads, atomic writes proven by cutting the power at every step."""
+from mimi import seam
+from mimi.storage import fs
+import power_cut
+import support
+
+RUNTIMES = ("cpython", "micropython")
+
+
+def _rule(path):
+    return str(support.raises(fs.PathError, fs.check, path))
+
+
+def test_check_normalises_data_paths():
+    assert fs.check("/data") == "/data"
+    assert fs.check("/data/") == "/data"
+    assert fs.check("/data/memory/MEMORY.md") == "/data/memory/MEMORY.md"
+    assert fs.check("/data/./memory/MEMORY.md") == "/data/memory/MEMORY.md"
+    assert fs.check("memory/MEMORY.md") == "/data/memory/MEMORY.md"
+    assert fs.check("/data/skills/") == "/data/skills"
+    assert fs.check("/data/日记.md") == "/data/日记.md"
+
+
+def test_check_refuses_with_the_rule_named():
+    assert "'..'" in _rule("/data/../nvs.json")
+    assert "'..'" in _rule("../nvs.json")
+    assert "'..'" in _rule("/data/memory/../../etc/passwd")
+    assert "outside" in _rule("/etc/passwd")
+    assert "outside" in _rule("/database/x")  # a prefix is not a folder
+    assert "outside" in _rule("/nvs.json")
+    assert "empty" in _rule("")
+    assert "empty" in _rule("   ")
+    assert "empty name" in _rule("/data//x")
+    assert "NUL" in _rule("/data/a\x00b")
+    assert "control" in _rule("/data/a\nb")
+    assert "longer than" in _rule("/data/" + "n" * 65)
+    assert "longer than" in _rule("/data/" + "/".join(["abcdefghij"] * 20))
+    assert "reserved" in _rule("/data/x.md.~tmp")
+    assert "must be text" in str(support.raises(fs.PathError, fs.check, None))
+    assert "file name" in str(support.raises(fs.PathError, fs.check_file, "/data"))
+    # PathError is a ValueError, so generic handlers catch it.
+    assert isinstance(support.raises(ValueError, fs.check, "/etc"), fs.PathError)
+
+
+def test_names_up_to_the_limit_pass():
+    assert fs.check("/data/" + "n" * 64) == "/data/" + "n" * 64
+
+
+def test_settings_store_is_not_reachable():
+    root = support.fresh_flash()
+    support.write(root + "/nvs.json", '{"mimi": {"api_key": ["blob", "sk-ant-FAKE"]}}')
+    for p in ("/nvs.json", "../nvs.json", "/data/../nvs.json", "nvs.json"):
+        try:
+            data, _, _ = fs.read(p, 100)
+        except (fs.PathError, fs.NotFound):
+            continue
+        assert b"sk-ant" not in data, p
+
+
+def test_read_is_capped_and_says_so():
+    support.fresh_flash()
+    fs.write("/data/a.txt", b"0123456789")
+    assert fs.read("/data/a.txt", 4) == (b"0123", True, 10)
+    assert fs.read("/data/a.txt", 100) == (b"0123456789", False, 10)
+    assert fs.read("/data/a.txt", 3, offset=8) == (b"89", False, 10)
+    assert fs.read("/data/a.txt", 3, offset=4) == (b"456", True, 10)
+    assert fs.read("/data/a.txt", 3, offset=99) == (b"", False, 10)
+    e = support.raises(fs.NotFound, fs.read, "/data/nope.txt", 10)
+    assert "no such file" in str(e) and "/data/nope.txt" in str(e)
+    assert isinstance(e, OSError)
+    fs.makedirs("/data/dir")
+    assert "folder" in str(support.raises(fs.PathError, fs.read, "/data/dir", 10))
+
+
+def test_read_into_a_buffer_without_copies():
+    support.fresh_flash()
+    fs.write("/data/b.txt", "hello world")
+    buf = bytearray(8)
+    n, size = fs.read_into("/data/b.txt", memoryview(buf)[2:7], offset=6)
+    assert (n, size) == (5, 11)
+    assert bytes(buf) == b"\x00\x00world\x00"
+
+
+def test_read_text_cuts_at_a_character():
+    support.fresh_flash()
+    fs.write("/data/c.txt", "ab中文")  # 2 + 3 + 3 bytes
+    assert fs.read_text("/data/c.txt", 4) == ("ab", True, 8)
+    assert fs.read_text("/data/c.txt", 5) == ("ab中", True, 8)
+    fs.write("/data/bin", b"\xff\xfe")
+    assert "UTF-8" in str(support.raises(ValueError, fs.read_text, "/data/bin", 10))
+
+
+def test_write_makes_folders_and_replaces():
+    root = support.fresh_flash()
+    fs.write("/data/x/y/z.md", "one")
+    fs.write("/data/x/y/z.md", "two")
+    assert support.read(root + "/data/x/y/z.md") == b"two"
+    assert fs.size("/data/x/y/z.md") == 3 and fs.exists("/data/x/y/z.md")
+    assert fs.size("/data/none") is None and not fs.exists("/data/none")
+    assert fs.is_dir("/data/x") and not fs.is_dir("/data/x/y/z.md")
+    assert [e[0] for e in fs.listdir("/data/x/y")] == ["z.md"]  # no temp file left
+    fs.makedirs("/data/q")
+    assert "folder" in str(support.raises(fs.PathError, fs.write, "/data/q", "x"))
+    assert "file" in str(support.raises(fs.PathError, fs.makedirs, "/data/x/y/z.md/w"))
+
+
+def test_append_plain_and_atomic():
+    support.fresh_flash()
+    fs.append("/data/s/log.jsonl", "a\n")
+    fs.append("/data/s/log.jsonl", b"b\n")
+    fs.append("/data/s/log.jsonl", "c\n", atomic=True)
+    fs.append("/data/s/new.md", "first", atomic=True)
+    assert fs.read("/data/s/log.jsonl", 100)[0] == b"a\nb\nc\n"
+    assert fs.read("/data/s/new.md", 100)[0] == b"first"
+
+
+def test_listdir_sorted_with_sizes_and_no_temp_files():
+    root = support.fresh_flash()
+    fs.write("/data/d/b.md", "bb")
+    fs.write("/data/d/a.md", "a")
+    fs.makedirs("/data/d/sub")
+    support.write(root + "/data/d/c.md.~tmp", "half")
+    support.write(root + "/data/d/e.md.~bak", "old e")  # a replace cut after moving e aside
+    assert fs.listdir("/data/d") == [("a.md", False, 1), ("b.md", False, 2),
+                                     ("e.md", False, 5), ("sub", True, 0)]
+    assert fs.read("/data/d/e.md", 100)[0] == b"old e"  # and reading takes it back
+    assert "file" in str(support.raises(fs.PathError, fs.listdir, "/data/d/a.md"))
+    support.raises(fs.NotFound, fs.listdir, "/data/none")
+
+
+def test_remove_and_rename():
+    support.fresh_flash()
+    fs.write("/data/r1", "1")
+    fs.write("/data/r2", "2")
+    fs.rename("/data/r1", "/data/sub/r2")
+    assert not fs.exists("/data/r1")
+    fs.rename("/data/sub/r2", "/data/r2")  # replaces
+    assert fs.read("/data/r2", 10)[0] == b"1"
+    fs.remove("/data/r2")
+    assert not fs.exists("/data/r2")
+    support.raises(fs.NotFound, fs.remove, "/data/r2")
+    fs.remove("/data/sub")
+    assert not fs.exists("/data/sub")
+
+
+def test_mtime_is_unix_seconds():
+    support.fresh_flash()
+    fs.write("/data/t", "x")
+    m = fs.mtime("/data/t")
+    assert abs(m - seam.time_s()) < 120
+    assert fs.mtime("/data/none") is None
+
+
+def test_utf8_boundaries():
+    b = "a中b".encode()  # 61 e4 b8 ad 62
+    assert [fs.utf8_end(b, i) for i in range(6)] == [0, 1, 1, 1, 4, 5]
+    assert [fs.utf8_start(b, i) for i in range(6)] == [0, 1, 4, 4, 4, 5]
+    e = "é😀".encode()  # c3 a9 f0 9f 98 80
+    assert [fs.utf8_end(e, i) for i in range(7)] == [0, 0, 2, 2, 2, 2, 6]
+
+
+def _power_cut_write(fat):
+    root = support.fresh_flash()
+    old = b"old content\n" * 100  # 1200 bytes: three chunks
+    new = b"NEW" * 700
+    path = "/data/memory/MEMORY.md"
+
+    def setup():
+        support.write(root + "/data/memory/MEMORY.md", old)
+
+    def op():
+        fs.write(path, new)
+
+    seen = {}
+
+    def verify():
+        data = fs.read(path, 10000)[0]
+        assert data in (old, new), "torn: %d bytes" % len(data)
+        seen[data == new] = True
+        for name, _, _ in fs.listdir("/data/memory"):
+            assert name == "MEMORY.md", name
+
+    n = power_cut.each_cut(setup, op, verify, fat)
+    assert seen.get(True) and seen.get(False)
+    return n
+
+
+def test_write_survives_a_power_cut_at_every_step():
+    assert _power_cut_write(False) >= 6
+
+
+def test_write_survives_a_power_cut_at_every_step_on_fat():
+    assert _power_cut_write(True) >= 8
+
+
+def test_write_of_a_new_file_leaves_nothing_or_all():
+    root = support.fresh_flash()
+    new = b"x" * 1500
+
+    def setup():
+        support.rmtree(root + "/data")
+        support.makedirs(root + "/data")
+
+    def verify():
+        if fs.exists("/data/n.md"):
+            assert fs.read("/data/n.md", 4000)[0] == new
+        assert [e[0] for e in fs.listdir("/data")] in ([], ["n.md"])
+
+    for fat in (False, True):
+        power_cut.each_cut(setup, lambda: fs.write("/data/n.md", new), verify, fat)
+
+
+def test_atomic_append_survives_a_power_cut_at_every_step():
+    root = support.fresh_flash()
+    old = b"line\n" * 300
+
+    def setup():
+        support.write(root + "/data/memory/2026-01-05.md", old)
+
+    def verify():
+        data = fs.read("/data/memory/2026-01-05.md", 10000)[0]
+        assert data in (old, old + b"- added\n" * 80), len(data)
+
+    for fat in (False, True):
+        power_cut.each_cut(setup, lambda: fs.append("/data/memory/2026-01-05.md", b"- added\n" * 80, atomic=True),
+                           verify, fat)
+
+
+def test_rename_survives_a_power_cut_at_every_step_on_fat():
+    root = support.fresh_flash()
+
+    def setup():
+        support.rmtree(root + "/data")
+        support.write(root + "/data/a", "A")
+        support.write(root + "/data/b", "B")
+
+    def verify():
+        a = fs.read("/data/a", 9)[0] if fs.exists("/data/a") else None
+        b = fs.read("/data/b", 9)[0]
+        assert (a, b) in ((b"A", b"B"), (None, b"A")), (a, b)
+
+    power_cut.each_cut(setup, lambda: fs.rename("/data/a", "/data/b"), verify, True)
+
+
+def test_lines_stream_with_offsets_and_bounded_pieces():
+    support.fresh_flash()
+    long = "中" * 700  # 2100 bytes
+    fs.write("/data/l.md", "one\n\n" + long + "\nlast")
+    got = list(fs.lines("/data/l.md", max_line=1000))
+    assert got[0] == (0, b"one") and got[1] == (4, b"")
+    pieces = got[2:-1]
+    assert b"".join(p[1] for p in pieces).decode() == long
+    for off, piece in pieces:
+        assert len(piece) <= 1000
+        piece.decode()  # never split inside a character
+    assert pieces[0][0] == 5 and pieces[1][0] == 5 + len(pieces[0][1])
+    assert got[-1] == (5 + 2100 + 1, b"last")

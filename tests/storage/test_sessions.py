@@ -1,0 +1,286 @@
+"""Session files: read back from the end, torn and malformed lines, repaired windows, rotation."""
+import json
+
+from mimi import config
+from mimi.storage import fs, sessions
+import power_cut
+import support
+
+RUNTIMES = ("cpython", "micropython")
+
+P = "/data/sessions/tg_1.jsonl"
+
+
+def _user(i):
+    return {"role": "user", "content": "message %d" % i, "ts": 1767225600 + i}
+
+
+def _line(m):
+    return json.dumps(m, separators=(",", ":")) + "\n"
+
+
+def _write_lines(root, msgs, tail=""):
+    support.write(root + "/data/sessions/tg_1.jsonl", "".join(_line(m) for m in msgs) + tail)
+
+
+def _call(cid, name="read_file"):
+    return {"role": "assistant", "content": "", "tool_calls": [{"id": cid, "name": name, "input": {}}]}
+
+
+def _result(cid, text="ok"):
+    return {"role": "tool", "tool_call_id": cid, "name": "read_file", "content": text, "is_error": False}
+
+
+def test_keys_for_people_cron_and_heartbeat_differ():
+    assert sessions.key_for("telegram", 123) == "tg_123"
+    assert sessions.key_for("telegram", "-100200") == "tg_-100200"
+    assert sessions.key_for("cron", "job3") == "cron_job3"
+    assert sessions.key_for("heartbeat", 123) == "hb_123"
+    assert sessions.key_for("cli", "../x") == "cli____x"
+    support.raises(ValueError, sessions.path_for, "../etc")
+    support.raises(ValueError, sessions.path_for, "")
+
+
+def test_append_then_load_the_last_n_in_order():
+    support.fresh_flash()
+    for i in range(30):
+        sessions.append("tg_1", _user(i))
+    got = sessions.load("tg_1", 20)
+    assert [m["content"] for m in got] == ["message %d" % i for i in range(10, 30)]
+    assert sessions.load("tg_1", 3)[0]["content"] == "message 27"
+    assert sessions.keys() == ["tg_1"]
+    assert sessions.load("tg_404") == []
+
+
+def test_append_adds_a_timestamp():
+    support.fresh_flash()
+    sessions.append("tg_1", {"role": "user", "content": "hi"})
+    assert sessions.load("tg_1")[0]["ts"] > 1704067200
+
+
+def test_load_reads_only_the_end_of_a_long_file():
+    root = support.fresh_flash()
+    _write_lines(root, [_user(i) for i in range(4000)])
+    total = fs.size(P)
+    counted = [0]
+    real_open = fs._open
+
+    class Counting:
+        def __init__(self, f):
+            self.f = f
+
+        def readinto(self, b):
+            n = self.f.readinto(b)
+            counted[0] += n or 0
+            return n
+
+        def read(self, n=-1):
+            d = self.f.read(n)
+            counted[0] += len(d)
+            return d
+
+        def seek(self, *a):
+            return self.f.seek(*a)
+
+        def close(self):
+            self.f.close()
+
+    fs._open = lambda p, mode="r": Counting(real_open(p, mode))
+    try:
+        got = sessions.load("tg_1", 20)
+    finally:
+        fs._open = real_open
+    assert got[-1]["content"] == "message 3999" and len(got) == 20
+    assert total > 150000
+    assert counted[0] < 6000, counted[0]
+
+
+def test_a_line_of_any_length_survives():
+    root = support.fresh_flash()
+    big = "x" * 12000 + "中" * 500  # over 10 KB: MimiClaw would lose it
+    _write_lines(root, [_user(1), {"role": "assistant", "content": big}, _user(2)])
+    got = sessions.load("tg_1")
+    assert [m["role"] for m in got] == ["user", "assistant", "user"]
+    assert got[1]["content"] == big
+
+
+def test_a_line_too_long_to_load_becomes_a_pointer():
+    root = support.fresh_flash()
+    huge = "y" * (config.SESSION_LINE_MAX_BYTES + 10)
+    _write_lines(root, [_user(1), {"role": "assistant", "content": huge}, _user(2)])
+    got = sessions.load("tg_1")
+    assert [m["role"] for m in got] == ["user", "assistant", "user"]
+    assert "/data/sessions/tg_1.jsonl" in got[1]["content"] and "offset" in got[1]["content"]
+    assert sessions.report["oversize"] == 1
+
+
+def test_torn_last_line_is_skipped_reported_and_healed():
+    root = support.fresh_flash()
+    _write_lines(root, [_user(1), _user(2)], tail='{"role":"user","content":"mess')
+    got = sessions.load("tg_1")
+    assert [m["content"] for m in got] == ["message 1", "message 2"]
+    assert sessions.report["torn"] == 1
+    sessions.append("tg_1", _user(3))  # must not glue onto the torn line
+    got = sessions.load("tg_1")
+    assert [m["content"] for m in got] == ["message 1", "message 2", "message 3"]
+    assert sessions.report["malformed"] == 1 and sessions.report["torn"] == 0
+
+
+def test_unterminated_but_whole_last_line_is_kept():
+    root = support.fresh_flash()
+    _write_lines(root, [_user(1)], tail=_line(_user(2))[:-1])
+    assert [m["content"] for m in sessions.load("tg_1")] == ["message 1", "message 2"]
+
+
+def test_malformed_lines_are_skipped():
+    root = support.fresh_flash()
+    support.write(root + "/data/sessions/tg_1.jsonl",
+                  _line(_user(1)) + "not json\n\n[1,2]\n\xff\xfe\n" + _line(_user(2)))
+    got = sessions.load("tg_1")
+    assert [m["content"] for m in got] == ["message 1", "message 2"]
+    assert sessions.report["malformed"] == 3
+
+
+def test_window_never_starts_with_an_orphan_tool_result():
+    root = support.fresh_flash()
+    msgs = [_user(0), _call("t1"), _result("t1"), {"role": "assistant", "content": "done"}]
+    for i in range(1, 12):
+        msgs += [_user(i), _call("c%d" % i), _result("c%d" % i), {"role": "assistant", "content": "ok %d" % i}]
+    _write_lines(root, msgs)
+    for n in range(2, 22):
+        got = sessions.load("tg_1", n)
+        assert got[0]["role"] == "user", (n, got[0])
+        ids = [m["tool_call_id"] for m in got if m["role"] == "tool"]
+        calls = [c["id"] for m in got if m.get("tool_calls") for c in m["tool_calls"]]
+        assert sorted(ids) == sorted(calls), n
+
+
+def test_repair_drops_duplicates_and_orphans_and_answers_open_calls():
+    msgs = [_result("zz"), _user(1), _call("a"), _result("a"), _result("a"), _result("b"),
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "name": "x", "input": {}},
+                                                                 {"id": "c", "name": "list_dir", "input": {}}]},
+            _user(2), _result("c"), {"role": "system", "content": "?"}, _call("d")]
+    out, fixes = sessions.repair(msgs)
+    roles = [(m["role"], m.get("tool_call_id")) for m in out]
+    assert roles == [("user", None), ("assistant", None), ("tool", "a"), ("assistant", None),
+                     ("tool", "c"), ("user", None), ("assistant", None), ("tool", "d")], roles
+    assert out[3]["tool_calls"] == [{"id": "c", "name": "list_dir", "input": {}}]
+    assert out[4]["is_error"] and "interrupted" in out[4]["content"] and out[4]["name"] == "list_dir"
+    assert out[7]["is_error"]
+    assert fixes == 8, fixes
+    assert msgs[6]["tool_calls"][0]["id"] == "a"  # input untouched
+
+
+def test_repair_leaves_a_good_history_alone():
+    msgs = [_user(1), _call("a"), _result("a"), {"role": "assistant", "content": "fine"}, _user(2)]
+    out, fixes = sessions.repair(msgs)
+    assert out == msgs and fixes == 0
+
+
+def test_tool_results_are_stored_capped():
+    support.fresh_flash()
+    sessions.append("tg_1", _user(1))
+    sessions.append("tg_1", _call("a"))
+    sessions.append("tg_1", _result("a", "é" * 3000))
+    got = sessions.load("tg_1")
+    c = got[2]["content"]
+    assert len(c.encode()) <= config.SESSION_TOOL_RESULT_MAX_BYTES
+    assert c.startswith("éé") and "cut to 1024 bytes" in c
+
+
+def test_budget_limits_the_window_but_keeps_the_newest():
+    root = support.fresh_flash()
+    _write_lines(root, [{"role": "user", "content": "%d %s" % (i, "z" * 900)} for i in range(10)])
+    got = sessions.load("tg_1", 20, budget=3000)
+    assert len(got) == 3 and got[-1]["content"].startswith("9 ")
+    got = sessions.load("tg_1", 20, budget=10)
+    assert len(got) == 1
+
+
+def _with_rotate_at(n, fn):
+    saved = (config.SESSION_ROTATE_BYTES, config.SESSION_ARCHIVES_MAX)
+    config.SESSION_ROTATE_BYTES = n
+    config.SESSION_ARCHIVES_MAX = 3
+    try:
+        fn()
+    finally:
+        config.SESSION_ROTATE_BYTES, config.SESSION_ARCHIVES_MAX = saved
+
+
+def test_rotation_archives_and_carries_the_conversation_on():
+    support.fresh_flash()
+
+    def run():
+        for i in range(120):
+            sessions.append("tg_1", _user(i))
+
+    _with_rotate_at(3000, run)
+    arch = sessions.archives("tg_1")
+    assert 1 <= len(arch) <= 3
+    assert fs.size(P) <= 3000
+    got = sessions.load("tg_1", 20)
+    assert [m["content"] for m in got] == ["message %d" % i for i in range(100, 120)]
+    data = fs.read(arch[-1], 4000)[0]  # the model can read an archive
+    assert b"message" in data
+    names = [a.rsplit("/", 1)[1] for a in arch]
+    assert names[-1] == "tg_1.%d.jsonl" % (int(names[0].split(".")[1]) + len(names) - 1)
+
+
+def test_clear_starts_afresh_and_keeps_the_old_file_readable():
+    support.fresh_flash()
+    sessions.append("tg_1", _user(1))
+    arch = sessions.clear("tg_1")
+    assert arch == "/data/sessions/archive/tg_1.1.jsonl"
+    assert sessions.load("tg_1") == []
+    assert b"message 1" in fs.read(arch, 1000)[0]
+    assert sessions.clear("tg_1") is None
+    assert sessions.keys() == []
+
+
+def test_append_survives_a_power_cut_at_every_step():
+    root = support.fresh_flash()
+    old = [_user(i) for i in range(5)]
+    new = {"role": "assistant", "content": "w" * 1500}
+
+    def setup():
+        _write_lines(root, old)
+
+    def verify():
+        got = sessions.load("tg_1")
+        assert [m["content"] for m in got[:5]] == ["message %d" % i for i in range(5)]
+        assert len(got) == 5 or got[5]["content"] == new["content"]
+        sessions.append("tg_1", _user(9))  # the next message always lands whole
+        got = sessions.load("tg_1")
+        assert got[-1]["content"] == "message 9"
+
+    power_cut.each_cut(setup, lambda: sessions.append("tg_1", new), verify)
+
+
+def test_rotation_survives_a_power_cut_at_every_step():
+    root = support.fresh_flash()
+    old = [_user(i) for i in range(40)]
+
+    def setup():
+        support.rmtree(root + "/data/sessions")
+        _write_lines(root, old)
+
+    def verify():
+        seen = set()
+        files = sessions.archives("tg_1") + ([P] if fs.exists(P) else [])
+        for p in files:
+            data = fs.read(p, 100000)[0].decode()
+            for ln in data.split("\n"):
+                if ln.startswith("{"):
+                    try:
+                        seen.add(json.loads(ln)["content"])
+                    except ValueError:
+                        pass
+        for m in old:
+            assert m["content"] in seen, m["content"]
+        sessions.load("tg_1")
+
+    def op():
+        sessions.append("tg_1", _user(99))
+
+    for fat in (False, True):
+        _with_rotate_at(1500, lambda: power_cut.each_cut(setup, op, verify, fat))
