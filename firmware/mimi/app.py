@@ -71,6 +71,14 @@ def _alloc():
         state["context"] = None
     from mimi.channels import access
     from mimi.channels.telegram import Telegram
+    # Everything the threads run is imported here, in the main thread: compiling a
+    # module needs more stack than the threads are given.
+    from mimi import boot, cli  # noqa: F401
+    from mimi.services import cron, heartbeat as _hb  # noqa: F401
+    try:
+        from mimi.agent import loop  # noqa: F401
+    except ImportError:
+        pass
 
     state["bus"] = _WatchedBus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
     state["pairing"] = access.Pairing()
@@ -256,7 +264,7 @@ def _spawn(name):
     t = state["threads"].get(name) or {"restarts": 0}
     t["alive"] = True
     state["threads"][name] = t
-    seam.start_thread(_thread, (name, body), stack)
+    seam.start_thread(_thread, (name, body), seam.thread_stack_bytes(stack))
 
 
 def start():
@@ -306,9 +314,10 @@ def stop(timeout_ms=None):
 
 def _idle_feeder():
     try:
+        every_ms = max(50, min(1000, config.APP_WDT_TIMEOUT_MS // 4))
         while not state["running"]:
             seam.wdt_feed()
-            seam.sleep_ms(1000)
+            seam.sleep_ms(every_ms)
     finally:
         state["feeder"] = False
 

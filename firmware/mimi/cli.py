@@ -383,11 +383,9 @@ def _ctx():
 
 
 def _session():
-    try:
-        from mimi.storage import sessions
-        return sessions.key_for("cli", config.CLI_CHAT_ID)
-    except ImportError:
-        return "cli_" + config.CLI_CHAT_ID
+    from mimi.storage import sessions
+
+    return sessions.key_for("cli", config.CLI_CHAT_ID)
 
 
 @_safe

@@ -33,17 +33,10 @@ _tokens = {"day": -1, "in": 0, "out": 0}
 _tokens_lock = seam.allocate_lock()
 
 
-def _tz_s():
-    # mimi.clock owns the time zone; until it is installed, UTC.
-    try:
-        from mimi import clock
-    except ImportError:
-        return 0
-    return clock.offset_s()
-
-
 def _today():
-    return (seam.time_s() + _tz_s()) // 86400
+    from mimi import clock
+
+    return (seam.time_s() + clock.offset_s()) // 86400
 
 
 def count_tokens(input_tokens, output_tokens):
@@ -180,10 +173,8 @@ def provider(name=None):
 
 def new_session(channel, chat_id):
     """Start a fresh conversation for this chat; the old one moves to the archive."""
-    try:
-        from mimi.storage import sessions
-    except ImportError:
-        return "sessions are not available on this build"
+    from mimi.storage import sessions
+
     key = sessions.key_for(channel, chat_id)
     try:
         archived = sessions.clear(key)
@@ -196,10 +187,8 @@ def new_session(channel, chat_id):
 
 def memory(cap=3000):
     """The long-term memory (MEMORY.md), at most ``cap`` bytes."""
-    try:
-        from mimi.storage import memory as mem
-    except ImportError:
-        return "memory is not available on this build"
+    from mimi.storage import memory as mem
+
     try:
         text = mem.read_memory(cap + 1)
     except (OSError, ValueError) as e:

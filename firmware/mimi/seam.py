@@ -635,3 +635,19 @@ def mtime_s(real):
 def clock_synced_at(epoch_s):
     """True when ``epoch_s`` (unix seconds) is a time a set clock could show."""
     return epoch_s > _SYNCED_AFTER_S
+
+
+# -- runtime: threads (issue 5; used by mimi.app) ------------------------------------
+
+
+def thread_stack_bytes(device_bytes):
+    """The stack to ask for where the device would use ``device_bytes``.
+
+    The unix port is 64-bit: its stack frames are about twice the ESP32's, and it
+    compiles ``.py`` imports in the thread that imports (the device runs precompiled or
+    frozen modules), so it gets four times the size (16 KB on the device segfaults there
+    when a thread imports a module). CPython ignores sizes below its own minimum.
+    """
+    if _RT == "unix":
+        return device_bytes * 4
+    return device_bytes

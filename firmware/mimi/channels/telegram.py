@@ -476,11 +476,9 @@ class Telegram:
 
 
 def _session(cid):
-    try:
-        from mimi.storage import sessions
-        return sessions.key_for("telegram", cid)
-    except ImportError:
-        return "tg_" + cid
+    from mimi.storage import sessions
+
+    return sessions.key_for("telegram", cid)
 
 
 def _int_after(raw, key):

@@ -7,7 +7,8 @@ and sets the next one (``daily`` jobs follow the owner's time zone). This module
 turns due jobs into inbound messages:
 
     {"channel": "cron", "chat_id": <the job's chat>, "session": "cron_<id>",
-     "text": "[scheduled job j3, daily at 08:00 (local)] <the job's text>", "job": "j3"}
+     "text": "[scheduled job j3, daily at 08:00 (local)] <the job's text>", "job": "j3",
+     "reply_channel": <the job's channel: "telegram" or "cli">}
 
 so each job talks in its own session and the reply reaches the chat the job names
 (``mimi.app`` routes outbound ``cron`` messages: a numeric chat id to Telegram, the
@@ -23,24 +24,18 @@ class Cron:
     """``Cron(bus, store=None)``; the I/O thread calls ``tick(now_ms)`` every loop.
 
     ``store``: an object with ``due(now_s)`` and ``mark_run(id, now_s)`` (default: the
-    ``mimi.storage.cronjobs`` module; the service stays idle when it is missing).
+    ``mimi.storage.cronjobs`` module).
     """
 
     def __init__(self, bus, store=None):
         self.bus = bus
         self.store = store
         self._next_ms = seam.ticks_ms()
-        self._warned = False
 
     def _job_store(self):
         if self.store is None:
-            try:
-                from mimi.storage import cronjobs
-            except ImportError as e:
-                if not self._warned:
-                    log.warn(TAG, "no job store (%s): cron is idle", e)
-                    self._warned = True
-                return None
+            from mimi.storage import cronjobs
+
             self.store = cronjobs
         return self.store
 
@@ -56,8 +51,6 @@ class Cron:
         if not seam.clock_synced():
             return 0
         store = self._job_store()
-        if store is None:
-            return 0
         try:
             jobs = store.due(now_s)
         except Exception as e:  # noqa: BLE001 - a damaged store must not stop the I/O thread
@@ -78,11 +71,9 @@ class Cron:
 
 
 def _session(job_id):
-    try:
-        from mimi.storage import sessions
-        return sessions.key_for("cron", job_id)
-    except ImportError:
-        return "cron_" + str(job_id)
+    from mimi.storage import sessions
+
+    return sessions.key_for("cron", job_id)
 
 
 def _when(job):
@@ -98,4 +89,5 @@ def message(job):
     """The inbound message for ``job`` (a job dict from the store)."""
     jid = str(job.get("id"))
     return {"channel": "cron", "chat_id": str(job.get("chat_id")), "session": _session(jid),
-            "text": "[scheduled job %s, %s] %s" % (jid, _when(job), job.get("text", "")), "job": jid}
+            "text": "[scheduled job %s, %s] %s" % (jid, _when(job), job.get("text", "")), "job": jid,
+            "reply_channel": job.get("channel") or "telegram"}

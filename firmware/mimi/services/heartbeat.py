@@ -114,7 +114,7 @@ class Heartbeat:
         if not owner:
             return "%d open tasks, but no owner chat to report to (allow a chat first)" % len(tasks)
         msg = {"channel": "heartbeat", "chat_id": owner, "session": _session(owner),
-               "text": PROMPT % "\n".join("- " + t for t in tasks)}
+               "text": PROMPT % "\n".join("- " + t for t in tasks), "reply_channel": "telegram"}
         if not self.bus.inbound.put(msg):
             self._next_ms = seam.ticks_add(seam.ticks_ms(), 60000)  # busy: try again in a minute
             return "the assistant is busy; the heartbeat tries again in a minute"
@@ -123,8 +123,6 @@ class Heartbeat:
 
 
 def _session(owner):
-    try:
-        from mimi.storage import sessions
-        return sessions.key_for("heartbeat", owner)
-    except ImportError:
-        return "hb_" + owner
+    from mimi.storage import sessions
+
+    return sessions.key_for("heartbeat", owner)
