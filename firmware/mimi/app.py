@@ -60,7 +60,9 @@ class _WatchedBus(bus.Bus):
 
 
 def _alloc():
-    """Allocate the long-lived objects once, large buffers first (before the heap fragments)."""
+    """Allocate the long-lived objects once, large buffers first (before the heap fragments),
+    then load every module the threads run, here in the main thread: compiling a module
+    needs more stack than the threads are given, and a contiguous heap."""
     if state["bus"] is not None:
         return
     seam.collect()
@@ -69,12 +71,15 @@ def _alloc():
         state["context"] = Context(config.AGENT_CONTEXT_BYTES)
     except ImportError:
         state["context"] = None
-    from mimi.channels import access
+    poll_buf = bytearray(config.TG_POLL_BUF_BYTES)
+    send_buf = bytearray(config.TG_SEND_BUF_BYTES)
+    from mimi import boot  # noqa: F401
+    from mimi.channels import access, console  # noqa: F401
     from mimi.channels.telegram import Telegram
-    # Everything the threads run is imported here, in the main thread: compiling a
-    # module needs more stack than the threads are given.
-    from mimi import boot, cli  # noqa: F401
+    from mimi.channels.tgapi import BotApi
+    from mimi.net import http  # noqa: F401
     from mimi.services import cron, heartbeat as _hb  # noqa: F401
+    from mimi.storage import sessions  # noqa: F401
     try:
         from mimi.agent import loop  # noqa: F401
     except ImportError:
@@ -82,7 +87,8 @@ def _alloc():
 
     state["bus"] = _WatchedBus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
     state["pairing"] = access.Pairing()
-    state["telegram"] = Telegram(state["bus"], pairing=state["pairing"])
+    state["telegram"] = Telegram(state["bus"], api=BotApi(poll_buf, send_buf), pairing=state["pairing"])
+    seam.collect()
 
 
 def init(agent_factory=None):
@@ -382,9 +388,9 @@ def route(msg):
     if ch == "telegram":
         return state["telegram"].deliver(msg)
     if ch == "cli":
-        from mimi import cli
+        from mimi.channels import console
 
-        return cli.deliver(msg)
+        return console.deliver(msg)
     log.warn(TAG, "no channel '%s': a %s message for %s was dropped", ch, kind, cid)
     return True
 

@@ -426,61 +426,34 @@ def restart():
 
 # -- talking to the assistant ------------------------------------------------------------
 
-_inbox = []  # outbound messages for the cli channel, filled by the I/O thread
-_inbox_lock = seam.allocate_lock()
-_asking = [False]
-
-
-def deliver(msg):
-    """Take an outbound message for the ``cli`` channel (called by the I/O thread).
-
-    While ``ask`` waits, messages are queued for it; otherwise a text is printed at once
-    (a cron job that reports to the console). Always True (the console has room).
-    """
-    if _asking[0]:
-        with _inbox_lock:
-            if len(_inbox) < 32:
-                _inbox.append(msg)
-        return True
-    if msg.get("kind") == "text":
-        out("\n[mimi] %s" % msg.get("text", ""))
-    return True
-
-
-def _take():
-    with _inbox_lock:
-        if _inbox:
-            return _inbox.pop(0)
-    return None
-
-
 @_safe
 def ask(text=None):
     if not _text(text):
         return _usage("ask")
     from mimi import app
 
+    from mimi.channels import console
+
     msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": text.strip(), "session": _session()}
-    with _inbox_lock:
-        del _inbox[:]
+    console.clear()
     if not app.running():
         out(app.handle_inline(msg) or "(no reply)")
         return
-    _asking[0] = True
+    console.asking[0] = True
     try:
         if not app.state["bus"].inbound.put(msg):
             out("the assistant is busy; try again in a moment")
             return
-        _wait_reply()
+        _wait_reply(console)
     finally:
-        _asking[0] = False
+        console.asking[0] = False
 
 
-def _wait_reply():
+def _wait_reply(console):
     t0 = seam.ticks_ms()
     got_text_at = None
     while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
-        m = _take()
+        m = console.take()
         if m is None:
             if got_text_at is not None and seam.ticks_diff(seam.ticks_ms(), got_text_at) > 1500:
                 return  # a reply came and no "idle" followed: done anyway

@@ -18,16 +18,7 @@ PROVIDERS = ("anthropic", "openai", "openrouter", "deepseek", "ollama", "lmstudi
 _LOCAL = ("ollama", "lmstudio", "custom")  # may run without an API key
 _MODEL_MAX = 100
 
-# (command, description) for Telegram's setMyCommands; descriptions 1-256 characters.
-COMMANDS = (
-    ("start", "Say hello and show what I can do"),
-    ("help", "List the commands"),
-    ("new", "Start a fresh conversation (the old one is archived)"),
-    ("status", "Provider, model, memory, uptime, WiFi, tokens today"),
-    ("model", "Show or set the model: /model <name>"),
-    ("provider", "Show or set the LLM provider: /provider <name>"),
-    ("memory", "Show my long-term memory (MEMORY.md)"),
-)
+COMMANDS = config.TG_COMMANDS
 
 _tokens = {"day": -1, "in": 0, "out": 0}
 _tokens_lock = seam.allocate_lock()

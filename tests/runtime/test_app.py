@@ -5,7 +5,8 @@ The agent here is a simple echo handler (the real one is another part).
 import machine
 import support
 
-from mimi import app, boot, cli, config, seam
+from mimi import app, boot, config, seam
+from mimi.channels import console
 
 RUNTIMES = ("cpython", "micropython")
 
@@ -43,7 +44,7 @@ def _setup(factory=Echo, **cfg):
     for k in cfg:
         setattr(config, k, cfg[k])
     del _out[:]
-    cli.out = lambda *a: _out.append(" ".join(str(x) for x in a))
+    console.out = lambda *a: _out.append(" ".join(str(x) for x in a))
     app._reset = _fake_reset
     del _resets[:]
     assert app.init(agent_factory=factory)

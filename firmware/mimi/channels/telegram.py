@@ -33,7 +33,7 @@ Out:
 - 429: wait ``parameters.retry_after``; 409: logged with what to do, backed off;
   401: the token is wrong, long back-off; network errors: back off 1 s doubling to 60 s.
 """
-from mimi import commands, config, log, seam
+from mimi import config, log, seam
 from mimi.channels import access, tgformat
 from mimi.channels.tgapi import BotApi, TgError, Truncated
 
@@ -125,7 +125,7 @@ class Telegram:
         self.offset = max(self.offset, self._load_offset(me.get("id")))
         try:
             self.api.call("setMyCommands", {"commands": [{"command": c, "description": d}
-                                                         for c, d in commands.COMMANDS]})
+                                                         for c, d in config.TG_COMMANDS]})
         except (TgError, OSError) as e:
             log.warn(TAG, "setMyCommands failed (the command menu may be missing): %s", e)
         log.info(TAG, "polling as @%s", me.get("username"))
@@ -352,6 +352,8 @@ class Telegram:
         if caption is not None:
             text = "(sent a %s I cannot see, with the caption:) %s" % (kind or "file", caption)
         elif text.startswith("/"):
+            from mimi import commands  # loaded on the first command only
+
             reply = commands.run(text, "telegram", cid)
             if reply is not None:
                 self.queue_text(cid, reply, True)
