@@ -203,12 +203,22 @@ def _may_restart(name, now):
 
 
 def _reset(why):
-    """Reset the board (tests replace this)."""
+    """Reset the board after a failure (tests replace this). The boot counts as a crash."""
     log.error(TAG, "resetting the board: %s", why)
     try:
         state["telegram"].save_offset(force=True)
     except Exception:  # noqa: BLE001
         pass
+    seam.reset()
+
+
+def restart():
+    """A deliberate reset (the console's ``restart``): stop cleanly (the Telegram offset is
+    kept), do not count it as a crash, reset."""
+    from mimi import boot
+
+    stop()
+    boot.clear_crashes()
     seam.reset()
 
 
@@ -277,6 +287,10 @@ def start():
     """Start the agent and I/O threads (and the watchdog). False when already running."""
     if state["running"]:
         return False
+    from mimi import boot
+
+    if boot.state["safe"] and boot.state["reason"] == "Ctrl-C during boot":
+        boot.state["safe"] = False  # started by hand after all
     if state["bus"] is None and not init():
         return False
     state["stop"] = False

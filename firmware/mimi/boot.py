@@ -169,6 +169,12 @@ def run():
                 if _ntp_once():
                     break
         return up and seam.clock_synced()
+    except KeyboardInterrupt:
+        # Ctrl-C during boot: this boot stays at the REPL (the app is not started).
+        state["safe"] = True
+        state["reason"] = "Ctrl-C during boot"
+        print("\n[boot] Ctrl-C: the assistant is not started this time (app.start() starts it)")
+        raise
     except Exception as e:  # noqa: BLE001 - boot must never leave the board without a REPL
         log.exc(TAG, "boot failed", e)
         return False

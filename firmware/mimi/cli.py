@@ -417,11 +417,10 @@ def safe_mode(on=None):
 
 @_safe
 def restart():
-    from mimi import boot
+    from mimi import app
 
-    boot.clear_crashes()
-    out("resetting the board...")
-    seam.reset()
+    out("stopping the assistant and resetting the board...")
+    app.restart()
 
 
 # -- talking to the assistant ------------------------------------------------------------

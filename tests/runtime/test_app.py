@@ -245,3 +245,28 @@ def test_the_agent_stand_in_answers_while_no_agent_is_installed():
     m = app.state["bus"].outbound.get(0)
     if type(a).__name__ == "_NoAgent":
         assert "not installed" in m["text"]
+
+
+def test_cli_ask_while_running_goes_through_both_threads():
+    from mimi import cli
+
+    _setup()
+    lines = []
+    cli.out = lambda *a: lines.append(" ".join(str(x) for x in a))
+    app.start()
+    try:
+        cli.ask("ping")
+    finally:
+        app.stop()
+    assert lines == ["echo: ping"]
+
+
+def test_ctrl_c_during_boot_skips_the_app_until_started_by_hand():
+    _setup()
+    boot.state["safe"] = True
+    boot.state["reason"] = "Ctrl-C during boot"
+    app.forget()
+    assert app.init() is False
+    assert app.start() is True  # by hand: it runs after all
+    app.stop()
+    assert not boot.state["safe"]
