@@ -1,11 +1,12 @@
 """Board bring-up, called by ``/boot.py``: safe mode, WiFi, clock. Never raises.
 
 - Safe mode: when the flag file ``BOOT_SAFE_FLAG`` exists, or the last
-  ``BOOT_CRASH_LIMIT`` boots all ended before the app ran ``BOOT_HEALTHY_MS`` (a reset
-  loop), boot stops here: no WiFi, no app, just the REPL to repair things
-  (``cli.safe_mode('off')``, then ``cli.restart()``). Boots are counted in RTC memory,
-  which survives a reset but not a power cut (a file when the port has no RTC memory);
-  the app clears the count once it has run healthy.
+  ``BOOT_CRASH_LIMIT`` boots all came from an unasked-for reset (panic, watchdog, the
+  app's own reset) before the app ran ``BOOT_HEALTHY_MS`` (a reset loop), boot stops
+  here: no WiFi, no app, just the REPL to repair things (``cli.safe_mode('off')``, then
+  ``cli.restart()``). Boots are counted in RTC memory, which survives a reset but not a
+  power cut (a file when the port has no RTC memory); the app clears the count once it
+  has run healthy. Soft resets (Ctrl-D, mpremote) and power-ons do not count.
 - WiFi: a few attempts at boot (``BOOT_WIFI_TRIES``), then ``NetKeeper`` in the I/O
   thread keeps trying with backoff (2 s doubling to 5 min) and never gives up (MimiClaw
   stops after 10 tries), and reconnects when the link drops.
@@ -102,11 +103,17 @@ def set_safe_flag(on):
         _store_count(0)
 
 
-def check_safe_mode():
+def check_safe_mode(cause=None):
     """Decide whether this boot stops before the app; sets ``state``. Returns True for safe mode.
 
-    Counts this boot (see ``note_boot``) unless the boot is already safe.
+    ``cause``: ``seam.reset_cause()`` (default). Only a reset the owner did not ask for
+    gets counted (see ``note_boot``): "hard" (a panic, the app's own reset after repeated
+    failures, the reset pin) or "watchdog". A soft reset (Ctrl-D, mpremote deploys) leaves
+    the count alone; a power-on starts it at 0 (the device's RTC memory is blank then).
     """
+    cause = cause or seam.reset_cause()
+    if cause == "power":
+        clear_crashes()
     n = crashes()
     state["crashes"] = n
     if safe_flag():
@@ -118,7 +125,8 @@ def check_safe_mode():
     else:
         state["safe"] = False
         state["reason"] = ""
-        state["crashes"] = note_boot()
+        if cause in ("hard", "watchdog"):
+            state["crashes"] = note_boot()
     return state["safe"]
 
 

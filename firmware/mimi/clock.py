@@ -9,6 +9,8 @@ that need a date (daily notes, cron) wait.
 Time-of-day modes from MiniClaw's ACE engine (seed 001, 5.2): morning 06-09, work
 09-12 and 14-18, break 12-14, evening 18-22, night 22-06.
 """
+from micropython import const
+
 from mimi import config, log, seam
 
 TAG = "clock"
@@ -16,6 +18,7 @@ TAG = "clock"
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _TZ_MAX_EAST_S = 14 * 3600
 _TZ_MAX_WEST_S = 12 * 3600
+_SET_AFTER_S = const(1704067200)  # 2024-01-01, as seam.clock_synced: earlier was never set
 _TZ_HELP = "use a UTC offset such as +08:00, -05:30 or UTC+8"
 
 _tz = [None, 0]  # the last parsed setting text and its offset in seconds
@@ -85,16 +88,11 @@ def set_tz(text):
     return canon
 
 
-def now_s():
-    """Unix seconds now (UTC)."""
-    return seam.time_s()
-
-
 def synced(epoch_s=None):
     """True once the clock has been set (NTP); with ``epoch_s``, whether that time could be real."""
     if epoch_s is None:
         return seam.clock_synced()
-    return seam.clock_synced_at(epoch_s)
+    return epoch_s > _SET_AFTER_S
 
 
 def local(epoch_s=None):
@@ -119,11 +117,6 @@ def iso_local(epoch_s=None):
     t = local(epoch_s)
     return "%04d-%02d-%02dT%02d:%02d:%02d%s" % (t[0], t[1], t[2], t[3], t[4], t[5],
                                                 format_tz(offset_s()))
-
-
-def weekday_name(wday):
-    """``0`` -> ``Monday`` ... ``6`` -> ``Sunday``."""
-    return DAYS[wday % 7]
 
 
 def mode(hour):

@@ -130,6 +130,7 @@ MEMORY_RECENT_MAX_BYTES = const(4096)
 SKILLS_INDEX_MAX_BYTES = const(2048)
 SKILLS_HEAD_BYTES = const(1024)  # bytes of a skill read to find its title and summary
 SKILLS_SUMMARY_MAX_BYTES = const(200)  # one skill's line in the index
+SKILLS_INDEX_TTL_S = const(600)  # the index is rebuilt at most this often (or on a write)
 CRON_JOBS_MAX = const(16)
 CRON_FILE_MAX_BYTES = const(8192)
 CRON_EVERY_MIN_S = const(60)

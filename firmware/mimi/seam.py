@@ -599,29 +599,7 @@ def _tls_reason(e):
     return msg or type(e).__name__
 
 
-# -- storage (mimi/storage/fs.py, mimi/clock.py; issue 3) -----------------------------
-
-
-def ilistdir(real):
-    """Entries of the folder ``real`` (a runtime path) as ``(name, is_dir, size)``.
-
-    MicroPython's ``os.ilistdir`` gives the type without a ``stat`` per entry; CPython
-    has ``os.scandir``. Raises ``OSError`` when the folder is missing.
-    """
-    if _RT == "cpython":
-        with os.scandir(real) as it:
-            for e in it:
-                d = e.is_dir()
-                yield (e.name, d, 0 if d else e.stat().st_size)
-        return
-    for e in os.ilistdir(real):
-        d = e[1] == 0x4000
-        if d:
-            yield (e[0], True, 0)
-        elif len(e) > 3 and e[3] >= 0:  # the device's VFS gives the size
-            yield (e[0], False, e[3])
-        else:  # the unix port's does not
-            yield (e[0], False, os.stat(real + "/" + e[0])[6])
+# -- storage (mimi/storage/fs.py; issue 3) -----------------------------
 
 
 def mtime_s(real):
@@ -630,11 +608,6 @@ def mtime_s(real):
     Raises ``OSError`` when it is missing. LittleFS on the device keeps mtimes.
     """
     return int(os.stat(real)[8]) + _EPOCH_OFFSET
-
-
-def clock_synced_at(epoch_s):
-    """True when ``epoch_s`` (unix seconds) is a time a set clock could show."""
-    return epoch_s > _SYNCED_AFTER_S
 
 
 # -- runtime: threads (issue 5; used by mimi.app) ------------------------------------
@@ -651,3 +624,19 @@ def thread_stack_bytes(device_bytes):
     if _RT == "unix":
         return device_bytes * 4
     return device_bytes
+
+
+def reset_cause():
+    """Why the board started: "power", "hard" (reset pin, ``machine.reset()``, a panic),
+    "watchdog", "soft" (Ctrl-D, mpremote), "deepsleep" or "unknown".
+
+    From ``machine.reset_cause()``; the host stand-in always says "power".
+    """
+    import machine
+
+    c = machine.reset_cause()
+    for name, attr in (("power", "PWRON_RESET"), ("hard", "HARD_RESET"), ("watchdog", "WDT_RESET"),
+                       ("soft", "SOFT_RESET"), ("deepsleep", "DEEPSLEEP_RESET")):
+        if getattr(machine, attr, None) == c:
+            return name
+    return "unknown"

@@ -21,33 +21,47 @@ def test_three_unhealthy_boots_in_a_row_mean_safe_mode():
     _fresh()
     assert boot.crashes() == 0
     for n in (1, 2, 3):
-        assert not boot.check_safe_mode()
+        assert not boot.check_safe_mode("watchdog" if n == 2 else "hard")
         assert boot.crashes() == n
-    assert boot.check_safe_mode()  # the fourth boot stops before the app
+    assert boot.check_safe_mode("hard")  # the fourth boot stops before the app
     assert "3 boots" in boot.state["reason"]
     assert boot.crashes() == 3  # a safe boot is not counted
     boot.clear_crashes()
-    assert boot.crashes() == 0 and not boot.check_safe_mode()
+    assert boot.crashes() == 0 and not boot.check_safe_mode("hard")
     boot.state["safe"] = False
+
+
+def test_soft_resets_and_power_ons_are_not_crashes():
+    _fresh()
+    for _ in range(5):  # mpremote deploys soft-reset the board again and again
+        assert not boot.check_safe_mode("soft")
+    assert boot.crashes() == 0
+    boot.check_safe_mode("hard")
+    boot.check_safe_mode("hard")
+    boot.check_safe_mode("soft")
+    assert boot.crashes() == 2
+    boot.check_safe_mode("power")  # RTC memory is blank after a power cut
+    assert boot.crashes() == 0 and not boot.state["safe"]
+    assert seam.reset_cause() == "power"  # the host stand-in
 
 
 def test_healthy_runs_in_between_reset_the_count():
     _fresh()
-    boot.check_safe_mode()
-    boot.check_safe_mode()
+    boot.check_safe_mode("hard")
+    boot.check_safe_mode("hard")
     boot.clear_crashes()  # the app ran healthy
-    boot.check_safe_mode()
-    boot.check_safe_mode()
+    boot.check_safe_mode("hard")
+    boot.check_safe_mode("hard")
     assert not boot.state["safe"] and boot.crashes() == 2
 
 
 def test_flag_file_means_safe_mode_and_off_clears_it():
     _fresh()
     boot.set_safe_flag(True)
-    assert boot.safe_flag() and boot.check_safe_mode()
+    assert boot.safe_flag() and boot.check_safe_mode("soft")
     assert config.BOOT_SAFE_FLAG in boot.state["reason"]
     boot.set_safe_flag(False)
-    assert not boot.safe_flag() and not boot.check_safe_mode()
+    assert not boot.safe_flag() and not boot.check_safe_mode("soft")
     boot.state["safe"] = False
 
 
@@ -67,7 +81,7 @@ def test_run_connects_and_sets_the_clock():
     config.set("wifi_ssid", "mimi-sim-wifi")
     config.set("wifi_pass", "FAKE-pass")
     assert boot.run() is True
-    assert seam.wifi_status()[0] and boot.crashes() == 1
+    assert seam.wifi_status()[0] and boot.crashes() == 0  # a power-on
 
 
 def test_garbage_in_rtc_memory_counts_as_zero():

@@ -51,7 +51,7 @@ def test_local_time_in_the_owners_zone():
     _tz("-05:30")
     assert clock.local(T0)[:6] == (2025, 12, 31, 18, 30, 0)
     assert clock.date_str(T0) == "2025-12-31"
-    assert clock.weekday_name(clock.local(T0)[6]) == "Wednesday"
+    assert clock.DAYS[clock.local(T0)[6]] == "Wednesday"
 
 
 def test_bad_setting_falls_back_to_utc():

@@ -8,6 +8,7 @@ RUNTIMES = ("cpython", "micropython")
 
 def _skill(root, name, text):
     support.write(root + "/data/skills/%s.md" % name, text)
+    skills.forget()  # written behind the file tools' back
 
 
 def test_summary_is_the_first_paragraph_after_the_title():
@@ -30,8 +31,6 @@ def test_index_lists_every_skill_within_its_cap():
     assert "- weather: Weather. Fetch the weather and say it in one line.\n" in idx
     assert idx.index("gpio-control") < idx.index("weather")
     assert skills.list() == [("gpio-control", "GPIO control"), ("weather", "Weather")]
-    text, cut = skills.read("weather", 7)
-    assert text == "# Weath" and cut
 
 
 def test_index_never_passes_its_cap():
@@ -49,6 +48,29 @@ def test_index_never_passes_its_cap():
 
 def test_no_skills_no_index_and_bad_files_do_not_break_it():
     root = support.fresh_flash()
+    skills.forget()
     assert skills.index() == ""
-    support.write(root + "/data/skills/bin.md", b"\xff\xfe\xfd")
+    _skill(root, "bin", b"\xff\xfe\xfd")
     assert "- bin: bin" in skills.index()
+
+
+def test_index_is_cached_until_a_tool_writes_a_skill_or_it_expires():
+    from mimi.tools import files, registry
+    root = support.fresh_flash()
+    _skill(root, "a", "# A\n\nfirst\n")
+    assert "first" in skills.index()
+    support.write(root + "/data/skills/a.md", "# A\n\nsecond\n")  # behind its back
+    assert "first" in skills.index()
+    registry.clear()
+    files.register_all()
+    out, err = registry.execute("edit_file", {"path": "/data/skills/a.md", "old_text": "second",
+                                              "new_text": "third"}, {})
+    assert not err, out
+    assert "third" in skills.index()
+    support.write(root + "/data/skills/a.md", "# A\n\nfourth\n")
+    saved = config.SKILLS_INDEX_TTL_S
+    config.SKILLS_INDEX_TTL_S = 0
+    try:
+        assert "fourth" in skills.index()
+    finally:
+        config.SKILLS_INDEX_TTL_S = saved

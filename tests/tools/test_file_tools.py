@@ -171,3 +171,32 @@ def test_search_files_by_name_and_first_line():
     assert "no file" in run("search_files", query="volcano")[0]
     assert run("search_files", query="gpio", path="/data/skills")[0].startswith("/data/skills/gpio-control.md")
     assert run("search_files", query="  ")[1]
+
+
+def test_concurrent_edits_of_memory_lose_nothing():
+    # Chat, cron and heartbeat each add lines to MEMORY.md through edit_file at once:
+    # each read-modify-write holds memory.LOCK, so no edit overwrites another.
+    from mimi import seam
+    _setup()
+    fs.write("/data/memory/MEMORY.md", "# Memory\n<end>\n")
+    done = []
+
+    def worker(tag):
+        for i in range(12):
+            out, err = run("edit_file", path="/data/memory/MEMORY.md", old_text="<end>",
+                           new_text="%s%d\n<end>" % (tag, i))
+            assert not err, out
+            seam.sleep_ms(0)
+        done.append(tag)
+
+    for tag in ("chat", "cron", "beat"):
+        seam.start_thread(worker, (tag,))
+    for _ in range(2000):
+        if len(done) == 3:
+            break
+        seam.sleep_ms(5)
+    assert len(done) == 3
+    lines = fs.read("/data/memory/MEMORY.md", 10000)[0].decode().split("\n")
+    for tag in ("chat", "cron", "beat"):
+        for i in range(12):
+            assert "%s%d" % (tag, i) in lines, (tag, i)

@@ -25,7 +25,6 @@ from mimi import config, seam
 TMP_SUFFIX = ".~tmp"
 BAK_SUFFIX = ".~bak"
 _ENOENT = 2
-_EEXIST = 17
 
 _open = open
 _rename = os.rename
@@ -63,12 +62,18 @@ def check(path):
         raise PathError("path must be text")
     if not path.strip():
         raise PathError("path is empty")
+    ascii = True
     for ch in path:
-        if ord(ch) < 32 or ch == "\x7f":
-            if ch == "\x00":
+        o = ord(ch)
+        if o < 32 or o == 127:
+            if o == 0:
                 raise PathError("path contains a NUL byte")
             raise PathError("path contains a control character")
+        if o > 127:
+            ascii = False
     data = config.DATA
+    if ascii and _plain(path, data):
+        return path  # already normal: no allocation (every file operation comes here)
     if path.startswith("/"):
         if path != data and not path.startswith(data + "/"):
             raise PathError("only %s is reachable; %s is outside it" % (data, path))
@@ -96,17 +101,30 @@ def check(path):
     return out
 
 
+def _plain(path, data):
+    """True when ``path`` is ASCII-clean, under ``data``, normal and within the limits."""
+    n = len(path)
+    if n > config.FS_PATH_MAX_BYTES or not path.startswith(data + "/") or path[-1] == "/":
+        return False
+    if "//" in path or "/." in path or "~" in path or " " in path:
+        return False
+    i = len(data)
+    while i < n:
+        j = path.find("/", i + 1)
+        if j < 0:
+            j = n
+        if j - i - 1 > config.FS_NAME_MAX_BYTES:
+            return False
+        i = j
+    return True
+
+
 def check_file(path):
     """``check``, and the path must name a file (not ``/data`` itself)."""
     p = check(path)
     if p == config.DATA:
         raise PathError("a file name is needed, not %s itself" % config.DATA)
     return p
-
-
-def real(path):
-    """Checked device path -> this runtime's file path."""
-    return seam.real_path(check(path))
 
 
 def _stat(rp):
@@ -137,8 +155,13 @@ def _recover(rp, clean=False):
     return False
 
 
-def _open_read(path):
-    """Open a checked device path for reading; (file, size). NotFound / PathError."""
+def open_read(path):
+    """Open the file ``path`` for reading: ``(file, size)``; the caller closes the file.
+
+    For readers that seek (session files read back from the end). Every read the caller
+    makes must still be capped. Raises ``PathError``, ``NotFound``.
+    """
+    path = check_file(path)
     rp = seam.real_path(path)
     st = _stat(rp)
     if st is None:
@@ -152,23 +175,13 @@ def _open_read(path):
     return _open(rp, "rb"), st[6]
 
 
-def open_read(path):
-    """Open the file ``path`` for reading: ``(file, size)``; the caller closes the file.
-
-    For readers that seek (session files read back from the end). Every read the caller
-    makes must still be capped. Raises ``PathError``, ``NotFound``.
-    """
-    return _open_read(check_file(path))
-
-
 def read(path, cap, offset=0):
     """Read at most ``cap`` bytes of ``path`` from byte ``offset``.
 
     Returns ``(data bytes, truncated bool, size int)``: ``truncated`` is True when the file
     goes on past what was read. Raises ``PathError``, ``NotFound``.
     """
-    p = check_file(path)
-    f, size = _open_read(p)
+    f, size = open_read(path)
     try:
         offset = max(0, min(int(offset), size))
         n = min(int(cap), size - offset)
@@ -178,28 +191,6 @@ def read(path, cap, offset=0):
     finally:
         f.close()
     return data, offset + len(data) < size, size
-
-
-def read_into(path, mv, offset=0):
-    """Read ``path`` from ``offset`` into the writable buffer ``mv`` (no copy).
-
-    Returns ``(n bytes read, size of the file)``. Raises ``PathError``, ``NotFound``.
-    """
-    p = check_file(path)
-    f, size = _open_read(p)
-    try:
-        if offset:
-            f.seek(offset)
-        want = min(len(mv), max(0, size - offset))
-        got = 0
-        while got < want:
-            k = f.readinto(mv[got:want])
-            if not k:
-                break
-            got += k
-    finally:
-        f.close()
-    return got, size
 
 
 def read_text(path, cap):
@@ -218,16 +209,12 @@ def read_text(path, cap):
 
 
 def exists(path):
-    rp = real(path)
-    if _stat(rp) is not None:
-        return True
-    with _lock:
-        return _recover(rp)
+    return size(path) is not None
 
 
 def size(path):
     """Size in bytes, or None when the file is missing (0 for a folder)."""
-    rp = real(path)
+    rp = seam.real_path(check(path))
     st = _stat(rp)
     if st is None:
         with _lock:
@@ -238,15 +225,10 @@ def size(path):
     return 0 if _is_dir(st) else st[6]
 
 
-def is_dir(path):
-    st = _stat(real(path))
-    return st is not None and _is_dir(st)
-
-
 def mtime(path):
     """Last change as unix seconds, or None when missing."""
     try:
-        return seam.mtime_s(real(path))
+        return seam.mtime_s(seam.real_path(check(path)))
     except OSError:
         return None
 
@@ -264,17 +246,19 @@ def listdir(path):
     if not _is_dir(st):
         raise PathError("%s is a file, not a folder" % p)
     out = []
-    for e in seam.ilistdir(rp):
-        n = e[0]
+    for n in os.listdir(rp):
         if n.endswith(TMP_SUFFIX):
+            continue
+        st = _stat(rp + "/" + n)
+        if st is None:
             continue
         if n.endswith(BAK_SUFFIX):
             # A replace stopped after moving the old file aside: show it under its name.
-            base = n[:-len(BAK_SUFFIX)]
-            if _stat(rp + "/" + base) is None:
-                out.append((base, False, e[2]))
-            continue
-        out.append(e)
+            n = n[:-len(BAK_SUFFIX)]
+            if _stat(rp + "/" + n) is not None:
+                continue
+        d = _is_dir(st)
+        out.append((n, d, 0 if d else st[6]))
     out.sort(key=lambda e: e[0])
     return out
 

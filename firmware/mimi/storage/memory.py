@@ -36,27 +36,6 @@ def write_memory(text):
         fs.write(config.MEMORY_PATH, data)
 
 
-def update_memory(fn):
-    """Read MEMORY.md, write ``fn(text)`` back, all under ``LOCK``; return the new text.
-
-    ``fn`` may raise to abort (nothing is written). A file over ``MEMORY_MAX_BYTES`` is
-    refused rather than cut (``ValueError``).
-    """
-    with LOCK:
-        try:
-            text, cut, size = fs.read_text(config.MEMORY_PATH, config.MEMORY_MAX_BYTES)
-        except fs.NotFound:
-            text, cut, size = "", False, 0
-        if cut:
-            raise ValueError("MEMORY.md is %d bytes, over the %d limit" % (size, config.MEMORY_MAX_BYTES))
-        new = fn(text)
-        data = new.encode()
-        if len(data) > config.MEMORY_MAX_BYTES:
-            raise ValueError("MEMORY.md would be %d bytes; the limit is %d" % (len(data), config.MEMORY_MAX_BYTES))
-        fs.write(config.MEMORY_PATH, data)
-        return new
-
-
 def daily_path(epoch_s=None):
     """``/data/memory/YYYY-MM-DD.md`` for the owner's local date at ``epoch_s`` (default now).
 
@@ -89,47 +68,20 @@ def append_daily(text, epoch_s=None):
     return path
 
 
-def notes():
-    """Paths of the daily notes on flash, newest first."""
-    try:
-        entries = fs.listdir(config.MEMORY_DIR)
-    except fs.NotFound:
-        return []
-    out = []
-    for name, is_dir, _ in entries:
-        if not is_dir and len(name) == 13 and name.endswith(".md") and name[4] == "-" and name[7] == "-":
-            out.append(config.MEMORY_DIR + "/" + name)
-    out.sort(reverse=True)
-    return out
+def recent_parts(days=None, cap=None, epoch_s=None):
+    """The recent notes as a list of byte strings (or memoryviews), ``cap`` bytes in all.
 
-
-def _tail_text(path, size, room):
-    """The last ``room`` bytes of a note, started at a line, with a pointer to the rest."""
-    mark = "[earlier lines: read_file %s]\n" % path
-    take = room - len(mark)
-    if take <= 0:
-        return ""
-    data = fs.read(path, take, offset=size - take)[0]
-    i = fs.utf8_start(data, 0)
-    nl = data.find(b"\n", i)
-    if 0 <= nl < len(data) - 1 and nl - i < 200:
-        i = nl + 1
-    return mark + data[i:].decode()
-
-
-def recent_notes(days=None, cap=None, epoch_s=None):
-    """The last ``days`` (default 3) days' notes, newest first, ``cap`` bytes in all (4 KB).
-
-    Each note starts with ``### YYYY-MM-DD (path)``. A note that does not fit gives its
-    latest lines with a pointer to the rest. '' when there are none or the clock is not
-    synced. Reads only what it returns.
+    What ``recent_notes`` joins; the context writes the parts straight into its buffer
+    (no decode, join or encode). Newest day first, each ``### YYYY-MM-DD (path)`` then
+    the note; a note that does not fit gives its latest lines, from a line start, after
+    a pointer to the rest. [] when there are none or the clock is not synced.
     """
     days = days or config.MEMORY_RECENT_DAYS
     cap = cap or config.MEMORY_RECENT_MAX_BYTES
     if epoch_s is None:
         epoch_s = seam.time_s()
     if not clock.synced(epoch_s):
-        return ""
+        return []
     parts = []
     left = cap
     for d in range(days):
@@ -137,20 +89,45 @@ def recent_notes(days=None, cap=None, epoch_s=None):
         size = fs.size(path)
         if not size:
             continue
-        head = "### %s%s (%s)\n" % (path[-13:-3], " today" if d == 0 else "", path)
+        head = ("### %s%s (%s)\n" % (path[-13:-3], " today" if d == 0 else "", path)).encode()
         room = left - len(head) - 1
         if room < 64:
             break
+        parts.append(head)
+        left -= len(head)
         try:
             if size <= room:
-                body = fs.read_text(path, size)[0]
+                body = fs.read(path, size)[0]
             else:
-                body = _tail_text(path, size, room)
-        except (ValueError, OSError):  # not UTF-8, or gone since the size was taken
-            body = "[unreadable: %s]" % path
-        if not body.endswith("\n"):
-            body += "\n"
-        parts.append(head)
+                mark = ("[earlier lines: read_file %s]\n" % path).encode()
+                take = room - len(mark)
+                data = fs.read(path, take, size - take)[0]
+                i = fs.utf8_start(data, 0)
+                nl = data.find(b"\n", i)
+                if 0 <= nl < len(data) - 1 and nl - i < 200:
+                    i = nl + 1
+                parts.append(mark)
+                left -= len(mark)
+                body = memoryview(data)[i:]
+        except OSError:  # gone since its size was taken
+            body = b"[unreadable]"
         parts.append(body)
-        left -= len(head) + len(body.encode())
-    return "".join(parts)
+        left -= len(body)
+        if body[-1:] != b"\n":
+            parts.append(b"\n")
+            left -= 1
+    return parts
+
+
+def recent_notes(days=None, cap=None, epoch_s=None):
+    """The last ``days`` (default 3) days' notes, newest first, ``cap`` bytes in all (4 KB).
+
+    Each note starts with ``### YYYY-MM-DD (path)``. A note that does not fit gives its
+    latest lines with a pointer to the rest. '' when there are none or the clock is not
+    synced. Reads only what it returns. Bytes that are not UTF-8 raise ``ValueError``.
+    """
+    parts = recent_parts(days, cap, epoch_s)
+    for k in range(len(parts)):
+        if isinstance(parts[k], memoryview):
+            parts[k] = bytes(parts[k])
+    return b"".join(parts).decode()

@@ -121,11 +121,6 @@ def clear(key):
         return _rotate(key, 0)
 
 
-def archives(key):
-    """Archive paths of ``key``, oldest first."""
-    return [config.SESSION_ARCHIVE_DIR + "/" + key + "." + str(n) + SUFFIX for n in _archive_numbers(key)]
-
-
 def _archive_numbers(key):
     try:
         entries = fs.listdir(config.SESSION_ARCHIVE_DIR)
@@ -221,21 +216,17 @@ def _spans(f, size):
     yield 0, end
 
 
-def _sniff_role(head):
-    for r in ("user", "assistant", "tool"):
-        if ('"role":"%s"' % r).encode() in head or ('"role": "%s"' % r).encode() in head:
-            return r
-    return None
-
-
 def _pointer(f, s, e, path):
-    """A short message standing in for a line too long to load."""
-    f.seek(s)
-    head = f.read(256)
-    f.seek(max(s, e - 256))
-    tail = f.read(e - max(s, e - 256))
-    role = _sniff_role(head) or _sniff_role(tail)
-    if role not in ("user", "assistant"):
+    """A short message standing in for a line too long to load (None for a tool result,
+    whose call cannot be matched without parsing it)."""
+    role = "user"
+    for at in (s, e - 300):  # the role is before or after the long field
+        f.seek(at)
+        part = f.read(300)
+        for r in ("assistant", "tool"):
+            if ('"role":"%s"' % r).encode() in part or ('"role": "%s"' % r).encode() in part:
+                role = r
+    if role == "tool":
         return None
     return {"role": role, "content": "[a message of %d bytes is stored in %s at byte %d; too long to load "
             "here: read_file with offset %d if it matters]" % (e - s, path, s, s)}

@@ -5,9 +5,15 @@ The context carries only an index (title and first paragraph of each skill, at m
 (seed 000, "Skills are a table of contents"). The summary is the first non-empty
 paragraph after the title: MimiClaw's stops at the blank line after the title and comes
 out empty. Only the first ``SKILLS_HEAD_BYTES`` of a file are read for it.
+
+The index is built at most every ``SKILLS_INDEX_TTL_S`` and kept (reading every skill
+each turn made most of a context build's garbage); ``forget()`` drops it, and the file
+tools call it after writing under ``/data/skills``.
 """
-from mimi import config
+from mimi import config, seam
 from mimi.storage import fs
+
+_cache = [None, 0, 0]  # index text, its cap, ticks_ms when built
 
 _INTRO = "Skills (read_file /data/skills/<name>.md and follow it when a task matches):\n"
 
@@ -78,13 +84,31 @@ def _clip(text, limit):
     return b[:fs.utf8_end(b, limit - 3)].decode() + "..."
 
 
+def forget():
+    """Drop the cached index (a skill file changed)."""
+    _cache[0] = None
+
+
 def index(cap=None):
     """The skills index for the context: an intro line, then ``- name: Title. Summary``.
 
     At most ``cap`` bytes (default ``SKILLS_INDEX_MAX_BYTES``); skills that do not fit are
-    counted in a last line pointing at ``list_dir``. '' when there are no skills.
+    counted in a last line pointing at ``list_dir``. '' when there are no skills. Cached
+    (see the module note).
     """
     cap = cap or config.SKILLS_INDEX_MAX_BYTES
+    now = seam.ticks_ms()
+    if _cache[0] is not None and _cache[1] == cap and \
+            seam.ticks_diff(now, _cache[2]) < config.SKILLS_INDEX_TTL_S * 1000:
+        return _cache[0]
+    text = _build(cap)
+    _cache[0] = text
+    _cache[1] = cap
+    _cache[2] = now
+    return text
+
+
+def _build(cap):
     all_names = names()
     if not all_names:
         return ""
@@ -105,9 +129,3 @@ def index(cap=None):
         out.append(line)
         used += len(line.encode())
     return "".join(out)
-
-
-def read(name, cap):
-    """A skill's text, at most ``cap`` bytes: ``(text, truncated)``. Raises ``NotFound``."""
-    text, cut, _ = fs.read_text(path(name), cap)
-    return text, cut

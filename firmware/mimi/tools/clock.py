@@ -11,7 +11,7 @@ def get_current_time(args, ctx):
                 "time are unknown. Do not guess a date; do not write a daily note now.")
     t = clock.local(now)
     return "%s, %s (UTC%s), unix %d, mode %s. Today's note: %s/%s.md" % (
-        clock.weekday_name(t[6]), clock.iso_local(now), clock.format_tz(clock.offset_s()), now,
+        clock.DAYS[t[6]], clock.iso_local(now), clock.format_tz(clock.offset_s()), now,
         clock.mode(t[3]), config.MEMORY_DIR, clock.date_str(now))
 
 

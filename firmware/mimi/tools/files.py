@@ -4,45 +4,29 @@ All paths go through ``mimi.storage.fs.check`` (``/data`` only). The model retri
 for itself with these (seed 004): the context holds the map, these open the files.
 Files mimi keeps for itself (sessions, the cron store, runtime state, certificates)
 may be read but not written. Every read is capped; a partial read says which bytes it
-showed and how to get the next ones. Writes under ``/data/memory`` hold
-``memory.LOCK`` so they cannot interleave with another thread's edit.
+showed and how to get the next ones. ``write_file`` and ``edit_file`` hold
+``memory.LOCK`` (briefly), so an edit of MEMORY.md cannot interleave with another
+thread's read-modify-write.
 """
 from mimi import config
-from mimi.storage import fs, memory
+from mimi.storage import fs, memory, skills
 from mimi.tools import registry
 
 _PATH = {"type": "string", "description": "file path under /data, e.g. /data/memory/MEMORY.md"}
 
 
-def _kept(p):
-    for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
-        if p == r or p.startswith(r + "/"):
-            return r
-    return None
-
-
 def _writable(path):
     p = fs.check_file(path)
-    r = _kept(p)
-    if r:
-        raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
-            r, " (use the cron tools)" if r == config.CRON_PATH else ""))
+    for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
+        if p == r or p.startswith(r + "/"):
+            raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
+                r, " (use the cron tools)" if r == config.CRON_PATH else ""))
     return p
 
 
-class _Nolock:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
-
-
-_NOLOCK = _Nolock()
-
-
-def _lock_for(p):
-    return memory.LOCK if p.startswith(config.MEMORY_DIR + "/") else _NOLOCK
+def _touched(p):
+    if p.startswith(config.SKILLS_DIR + "/"):
+        skills.forget()  # the context's index shows the new text next turn
 
 
 def _decode(data, path):
@@ -82,8 +66,9 @@ def write_file(args, ctx):
     data = args["content"].encode()
     if len(data) > config.TOOL_WRITE_MAX_BYTES:
         raise ValueError("content is %d bytes; at most %d per write" % (len(data), config.TOOL_WRITE_MAX_BYTES))
-    with _lock_for(p):
+    with memory.LOCK:
         fs.write(p, data)
+    _touched(p)
     return "wrote %d bytes to %s" % (len(data), p)
 
 
@@ -94,7 +79,7 @@ def edit_file(args, ctx):
     new = args["new_text"]
     if not old:
         raise ValueError("old_text is empty: give the exact text to replace")
-    with _lock_for(p):
+    with memory.LOCK:
         data, cut, size = fs.read(p, config.TOOL_WRITE_MAX_BYTES)
         if cut:
             raise ValueError("%s is %d bytes, too large to edit (limit %d): rewrite it in parts" % (
@@ -112,6 +97,7 @@ def edit_file(args, ctx):
         if len(out) > config.TOOL_WRITE_MAX_BYTES:
             raise ValueError("the edit would make %s %d bytes (limit %d)" % (p, len(out), config.TOOL_WRITE_MAX_BYTES))
         fs.write(p, out)
+    _touched(p)
     return "edited %s (%d bytes now)" % (p, len(out))
 
 

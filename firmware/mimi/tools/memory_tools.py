@@ -38,23 +38,13 @@ def _files(only):
     return [config.MEMORY_DIR + "/" + n for n in names]
 
 
-class _Out:
-    """Collects output lines within the byte cap."""
-
-    def __init__(self, cap):
-        self.parts = []
-        self.used = 0
-        self.cap = cap
-        self.full = False
-
-    def add(self, line):
-        n = len(line.encode()) + 1
-        if self.used + n > self.cap:
-            self.full = True
-            return False
-        self.parts.append(line)
-        self.used += n
-        return True
+def _add(out, line):
+    """Add ``line`` to ``out`` = [lines, bytes left]; False (nothing added) past the cap."""
+    out[1] -= len(line.encode()) + 1
+    if out[1] < 0:
+        return False
+    out[0].append(line)
+    return True
 
 
 def _search_file(path, words, out, matches, max_matches):
@@ -77,15 +67,15 @@ def _search_file(path, words, out, matches, max_matches):
                     first = num
                     break
             if not header:
-                if not out.add("== %s" % path):
+                if not _add(out, "== %s" % path):
                     return matches
                 header = True
-            elif first > last + 1 and not out.add("--"):
+            elif first > last + 1 and not _add(out, "--"):
                 return matches
             for num, t in before:
-                if num > last and not out.add("%d- %s" % (num, t)):
+                if num > last and not _add(out, "%d- %s" % (num, t)):
                     return matches
-            if not out.add("%d: %s" % (n, line)):
+            if not _add(out, "%d: %s" % (n, line)):
                 return matches
             last = n
             matches += 1
@@ -93,7 +83,7 @@ def _search_file(path, words, out, matches, max_matches):
             before = []
             continue
         if after:
-            if not out.add("%d- %s" % (n, line)):
+            if not _add(out, "%d- %s" % (n, line)):
                 return matches
             last = n
             after -= 1
@@ -114,7 +104,7 @@ def memory_search(args, ctx):
     if not files:
         return "no memory notes yet: write lasting facts to %s and the day's events to %s" % (
             config.MEMORY_PATH, config.MEMORY_DIR + "/YYYY-MM-DD.md")
-    out = _Out(config.MEMORY_SEARCH_MAX_BYTES - 120)
+    out = [[], config.MEMORY_SEARCH_MAX_BYTES - 120]
     matches = 0
     max_m = config.MEMORY_SEARCH_MAX_MATCHES
     for p in files:
@@ -123,15 +113,15 @@ def memory_search(args, ctx):
         except fs.NotFound:
             if args.get("file"):
                 raise
-        if matches >= max_m or out.full:
+        if matches >= max_m or out[1] < 0:
             break
     if not matches:
         return "no line in the memory notes mentions: %s" % " ".join(words)
     tail = "%d match%s" % (matches, "" if matches == 1 else "es")
-    if matches >= max_m or out.full:
+    if matches >= max_m or out[1] < 0:
         tail += " (limit reached: search with more specific words, or pass file)"
-    out.parts.append(tail)
-    return "\n".join(out.parts)
+    out[0].append(tail)
+    return "\n".join(out[0])
 
 
 def register_all():

@@ -1,0 +1,238 @@
+"""``python -m host_sim vboard --flash DIR --port P``: a virtual board on a TCP port.
+
+The ``micropython`` command (the unix port) runs on a pseudo-terminal in raw mode with
+its root remounted on DIR (``host_sim/vboard_prelude.py``), and its console is served on
+``127.0.0.1:P``: what ``socat TCP-LISTEN:P,reuseaddr,fork EXEC:micropython,pty,raw,echo=0``
+gives, plus the board's view of the files. So, as with a board on a serial port:
+
+    mpremote connect socket://127.0.0.1:P resume fs ls :/
+    mpremote connect socket://127.0.0.1:P resume fs cp main.py :main.py
+    tools/flash.sh deploy --port socket://127.0.0.1:P
+
+Like a board, it stays powered between connections: one ``micropython`` process runs
+until it exits, and then the virtual board powers on again with a new one. The client
+stays connected across resets, as with a board's USB-UART bridge. A soft reset (Ctrl-D:
+the unix port's REPL exits) looks as on a board: "soft reboot", and a board that was in
+the raw REPL comes back in it, so mpremote works without ``resume`` too (each command
+then starts from a fresh board; ``resume`` keeps the running one, as on a board).
+``machine.reset()`` (the host stand-in) and a crash power the board on again.
+
+One client at a time: a new connection takes the console over from the previous one.
+Each power-on runs ``/boot.py`` and ``/main.py`` before the REPL, as a board does; a soft
+reset from the raw REPL (what mpremote does first, without ``resume``) runs ``/boot.py``
+only, as MicroPython does, so a running assistant stops while files are copied.
+``--no-boot`` gives only the REPL. While no client is connected the console output goes
+to this process's stdout.
+"""
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import tty
+
+from host_sim import hostenv
+
+PRELUDE = os.path.join(hostenv.ROOT, "host_sim", "vboard_prelude.py")
+
+
+def log(msg):
+    print("[vboard] " + msg, flush=True)
+
+
+class VBoard:
+    """One virtual board: ``start()``, then ``serve()`` until ``stop()``."""
+
+    def __init__(self, flash_dir, port, heap="512K", boot=True, host="127.0.0.1"):
+        self.flash_dir = os.path.abspath(flash_dir)
+        self.heap = heap
+        self.boot = boot
+        self.port = port
+        self.host = host
+        self.proc = None
+        self.master = None
+        self.client = None
+        self.boots = 0
+        self._raw = False  # the client put the REPL in raw mode (Ctrl-A; Ctrl-B leaves it)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._listener = None
+
+    # -- the board process -------------------------------------------------------------
+
+    def _power_on(self, boot=None):
+        exe = hostenv.micropython_exe()
+        if not exe:
+            raise RuntimeError("the micropython command is missing: pip install -e '.[dev]'")
+        master, slave = os.openpty()
+        tty.setraw(slave)  # socat's pty,raw,echo=0: bytes pass untouched, no echo
+        env = dict(os.environ)
+        env.update(MICROPYPATH=hostenv.STUBS, MIMI_FLASH=".", MIMI_VBOARD_DIR=self.flash_dir,
+                   MIMI_VBOARD_BOOT=(boot or "all") if self.boot else "none")
+        proc = subprocess.Popen([exe, "-X", "heapsize=" + self.heap, "-i", PRELUDE], stdin=slave, stdout=slave,
+                                stderr=slave, env=env, cwd=self.flash_dir, start_new_session=True)
+        os.close(slave)
+        with self._lock:
+            self.proc, self.master = proc, master
+        self.boots += 1
+        threading.Thread(target=self._pump_out, args=(proc, master), daemon=True).start()
+
+    def _pump_out(self, proc, master):
+        # Board console -> client (or our stdout when nobody is connected). Ends when the
+        # process exits (read gives EIO once the pty's last slave end is closed).
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            with self._lock:
+                c = self.client
+            if c is not None:
+                try:
+                    c.sendall(data)
+                    continue
+                except OSError:
+                    self._drop_client(c)
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        rc = proc.wait()
+        with self._lock:
+            self.master = None  # bytes typed during the reset are lost, as on a board
+        os.close(master)
+        if not self._stopping.is_set():
+            self._reboot(rc)
+
+    def _reboot(self, rc):
+        soft = rc == 0  # the REPL exited on Ctrl-D: MicroPython's soft reset
+        raw = soft and self._raw
+        log("%s (exit status %s); powering on again" % ("soft reset" if soft else "the board reset", rc))
+        with self._lock:
+            c = self.client
+        if c is not None and soft:
+            try:
+                c.sendall(b"soft reboot\r\n" if raw else b"MPY: soft reboot\r\n")
+            except OSError:
+                pass
+        self._power_on("boot" if raw else None)
+        if raw:
+            os.write(self.master, b"\x01")  # back in the raw REPL, as a board comes back
+        else:
+            self._raw = False
+
+    # -- clients ---------------------------------------------------------------------
+
+    def _drop_client(self, c):
+        with self._lock:
+            if self.client is c:
+                self.client = None
+        try:
+            c.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        c.close()
+
+    def _pump_in(self, c):
+        # Client -> board console, until the client leaves or is replaced.
+        while True:
+            try:
+                data = c.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            with self._lock:
+                if self.client is not c:
+                    break
+                master = self.master
+            i = max(data.rfind(b"\x01"), data.rfind(b"\x02"))
+            if i >= 0:
+                self._raw = data[i] == 1
+            if master is None:
+                continue
+            try:
+                os.write(master, data)
+            except OSError:
+                pass  # the board is resetting: lost, as on a board
+        self._drop_client(c)
+
+    # -- serving ---------------------------------------------------------------------
+
+    def start(self):
+        """Listen on the port and power the board on. Returns the port (P=0 picks one)."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((self.host, self.port))
+        s.listen(4)
+        self._listener = s
+        self.port = s.getsockname()[1]
+        self._power_on()
+        return self.port
+
+    def serve(self):
+        """Accept clients until ``stop()``."""
+        while not self._stopping.is_set():
+            try:
+                r, _, _ = select.select([self._listener], [], [], 0.2)
+            except (OSError, ValueError):
+                break
+            if not r:
+                continue
+            try:
+                c, _ = self._listener.accept()
+            except OSError:
+                continue
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                old, self.client = self.client, c
+            if old is not None:
+                self._drop_client(old)
+            threading.Thread(target=self._pump_in, args=(c,), daemon=True).start()
+
+    def stop(self):
+        """Power the board off and close every socket."""
+        self._stopping.set()
+        if self._listener is not None:
+            self._listener.close()
+        with self._lock:
+            c = self.client
+        if c is not None:
+            self._drop_client(c)
+        p = self.proc
+        if p is not None and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def main(flash_dir, port, heap="512K", boot=True):
+    """Serve a virtual board until SIGINT/SIGTERM; return an exit status."""
+    os.makedirs(flash_dir, exist_ok=True)
+    vb = VBoard(flash_dir, port, heap, boot)
+    try:
+        port = vb.start()
+    except (OSError, RuntimeError) as e:
+        print("vboard: %s" % e, file=sys.stderr)
+        return 2
+    log("flash %s, serving the REPL on socket://127.0.0.1:%d (mpremote connect socket://127.0.0.1:%d resume ...)"
+        % (vb.flash_dir, port, port))
+
+    def on_signal(signum, frame):
+        vb._stopping.set()
+
+    old_int = signal.signal(signal.SIGINT, on_signal)
+    old_term = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        vb.serve()
+    finally:
+        vb.stop()
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+    log("stopped")
+    return 0

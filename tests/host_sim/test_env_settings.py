@@ -1,0 +1,138 @@
+"""Settings from the environment: the launcher writes them over the stored ones at boot."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import esp32
+import pytest
+
+from host_sim import launcher
+from mimi import config, seam
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+FULL = {
+    "MIMI_TG_TOKEN": "123456:FAKE-token",
+    "MIMI_TG_API_BASE": "http://127.0.0.1:8081/",
+    "MIMI_PROVIDER": "OpenAI",
+    "MIMI_API_KEY": "sk-FAKE",
+    "MIMI_MODEL": "gpt-4o-mini",
+    "MIMI_LLM_BASE_URL": "http://127.0.0.1:9000/v1",
+    "MIMI_ALLOWED_CHATS": " 111, -100222 ,",
+    "MIMI_TZ": "+8",
+}
+
+
+def test_every_variable_maps_to_its_setting_normalised():
+    got = launcher.settings_from_env(FULL)
+    assert got == {
+        "tg_token": "123456:FAKE-token",
+        "tg_api_base": "http://127.0.0.1:8081",
+        "provider": "openai",
+        "api_key": "sk-FAKE",
+        "model": "gpt-4o-mini",
+        "base_url": "http://127.0.0.1:9000/v1",
+        "allowed_chats": "111,-100222",
+        "tz": "+08:00",
+    }
+    # Every name is a setting the firmware knows.
+    assert set(got) <= set(config.SETTINGS)
+
+
+def test_unset_and_empty_variables_are_left_out():
+    assert launcher.settings_from_env({}) == {}
+    assert launcher.settings_from_env({"MIMI_MODEL": "  ", "HOME": "/root"}) == {}
+
+
+@pytest.mark.parametrize("tz,want", [("+08:00", "+08:00"), ("-5", "-05:00"), ("+0530", "+05:30"),
+                                     ("UTC", "+00:00"), ("-09:30", "-09:30")])
+def test_time_zone_forms(tz, want):
+    assert launcher.settings_from_env({"MIMI_TZ": tz}) == {"tz": want}
+
+
+@pytest.mark.parametrize("var,value", [("MIMI_TZ", "Asia/Shanghai"), ("MIMI_TZ", "+15:00"), ("MIMI_TZ", "+08:75"),
+                                       ("MIMI_ALLOWED_CHATS", "123,@bob"), ("MIMI_PROVIDER", "gemini"),
+                                       ("MIMI_LLM_BASE_URL", "localhost:11434"), ("MIMI_API_KEY", "sk bad"),
+                                       ("MIMI_TG_API_BASE", "ftp://x.example")])
+def test_a_bad_value_names_its_variable(var, value):
+    with pytest.raises(ValueError) as e:
+        launcher.settings_from_env({var: value})
+    assert var in str(e.value)
+
+
+def test_token_alone_resets_the_api_base_and_provider_alone_clears_the_base_url():
+    got = launcher.settings_from_env({"MIMI_TG_TOKEN": "1:FAKE", "MIMI_PROVIDER": "anthropic"})
+    assert got["tg_api_base"] == "https://api.telegram.org"
+    assert got["base_url"] is None
+    # A base URL given alone leaves the provider as stored.
+    assert launcher.settings_from_env({"MIMI_LLM_BASE_URL": "http://127.0.0.1:1/v1"}) == {"base_url": "http://127.0.0.1:1/v1"}
+
+
+def _fresh():
+    root = str(__import__("support").fresh_flash())
+    esp32._pending.clear()
+    return root
+
+
+def test_stored_settings_are_what_the_firmware_reads_and_override_old_ones():
+    root = _fresh()
+    config.set("model", "old-model")
+    config.set("base_url", "http://127.0.0.1:5/v1")
+    config.set("wifi_ssid", "home")
+    stored = launcher.apply_env_settings(root, {"MIMI_MODEL": "claude-test", "MIMI_PROVIDER": "anthropic",
+                                                "MIMI_API_KEY": "sk-ant-FAKE"})
+    assert stored == ["api_key", "base_url", "model", "provider"]
+    config._cache.clear()
+    assert config.get("model") == "claude-test"
+    assert config.get("provider") == "anthropic"
+    assert config.get("api_key") == "sk-ant-FAKE"
+    assert config.get("base_url") == ""  # cleared: back to the provider's own
+    assert config.get("wifi_ssid") == "home"  # untouched
+    # The device key names (at most 15 characters), as config.SETTINGS says.
+    data = json.load(open(os.path.join(root, "nvs.json")))
+    assert "allowed" not in data["mimi"]
+    launcher.apply_env_settings(root, {"MIMI_ALLOWED_CHATS": "42"})
+    data = json.load(open(os.path.join(root, "nvs.json")))
+    assert bytes.fromhex(data["mimi"]["allowed"][1]) == b"42"
+    assert seam.store_get("allowed") == "42"
+
+
+def _boot_until_started(env, flash):
+    p = subprocess.Popen([sys.executable, "-m", "host_sim", "run", "--flash", str(flash)], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = ""
+    deadline = time.time() + 30
+    try:
+        while time.time() < deadline and p.poll() is None:
+            line = p.stdout.readline()
+            out += line
+            if "[app] started" in line:
+                p.send_signal(signal.SIGINT)
+                break
+        rest, _ = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return p.returncode, out + rest
+
+
+def test_run_applies_the_environment_at_boot_and_never_prints_a_secret(tmp_path):
+    env = dict(os.environ, MIMI_TG_TOKEN="123456:FAKE-secret-token", MIMI_TZ="+08:00")
+    rc, out = _boot_until_started(env, tmp_path)
+    assert rc == 0, out
+    assert "tg_token" in out and "FAKE-secret" not in out
+    data = json.load(open(tmp_path / "nvs.json"))["mimi"]
+    assert bytes.fromhex(data["tg_token"][1]) == b"123456:FAKE-secret-token"
+    assert bytes.fromhex(data["tz"][1]) == b"+08:00"
+
+
+def test_run_refuses_a_bad_value_and_writes_nothing(tmp_path):
+    env = dict(os.environ, MIMI_TZ="Europe/Paris", MIMI_MODEL="m")
+    p = subprocess.run([sys.executable, "-m", "host_sim", "run", "--flash", str(tmp_path)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2
+    assert "MIMI_TZ" in p.stderr
+    assert not (tmp_path / "nvs.json").exists()

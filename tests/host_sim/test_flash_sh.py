@@ -1,0 +1,180 @@
+"""tools/flash.sh against the virtual board (deploy, seed, config, reset) and a recording esptool."""
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from host_sim import hostenv
+
+ROOT = hostenv.ROOT
+FLASH_SH = os.path.join(ROOT, "tools", "flash.sh")
+BIN = os.path.dirname(sys.executable)
+
+
+def _env(**extra):
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), PYTHON=sys.executable)
+    env.pop("MIMI_PORT", None)
+    env.update(extra)
+    return env
+
+
+def flash_sh(*args, env=None, check=True, timeout=120):
+    p = subprocess.run(["bash", FLASH_SH] + list(args), capture_output=True, text=True, env=env or _env(),
+                       cwd=ROOT, timeout=timeout)
+    if check:
+        assert p.returncode == 0, p.stdout + p.stderr
+    return p
+
+
+class VBoard:
+    def __init__(self, flash):
+        self.proc = subprocess.Popen([sys.executable, "-u", "-m", "host_sim", "vboard", "--flash", str(flash),
+                                      "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        line = self.proc.stdout.readline()
+        self.port = "socket://127.0.0.1:%s" % re.search(rb":(\d+) ", line).group(1).decode()
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.out = b""
+
+    def read(self):
+        try:
+            self.out += self.proc.stdout.read() or b""
+        except (BlockingIOError, TypeError):
+            pass
+        return self.out
+
+    def wait_for(self, text, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.read():
+                return True
+            time.sleep(0.1)
+        return False
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def vboard(tmp_path):
+    flash = tmp_path / "board"
+    flash.mkdir()
+    b = VBoard(flash)
+    b.flash = flash
+    yield b
+    b.stop()
+
+
+def _files(top):
+    out = set()
+    for d, _, names in os.walk(top):
+        for n in names:
+            out.add(os.path.relpath(os.path.join(d, n), top))
+    return out
+
+
+def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path):
+    board = vboard.flash
+    seed = tmp_path / "seed"
+    (seed / "config").mkdir(parents=True)
+    (seed / "memory").mkdir()
+    (seed / "config" / "SOUL.md").write_text("seed soul\n")
+    (seed / "config" / "USER.md").write_text("seed user\n")
+    (seed / "memory" / "MEMORY.md").write_text("seed memory\n")
+    (board / "data" / "config").mkdir(parents=True)
+    (board / "data" / "config" / "SOUL.md").write_text("the owner's soul\n")
+    # A stale module from an older deploy must go.
+    (board / "lib" / "mimi").mkdir(parents=True)
+    (board / "lib" / "mimi" / "gone.py").write_text("raise ImportError\n")
+
+    env = _env(MIMI_SEED_DIR=str(seed))
+    flash_sh("--port", vboard.port, "deploy", env=env)
+    want = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware"))
+            for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
+            for n in names if n.endswith(".py")}
+    assert _files(board / "lib") == want
+    assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()
+    assert (board / "boot.py").exists()
+
+    p = flash_sh("--port", vboard.port, "seed", env=env)
+    assert "copied 2" in p.stdout and "kept 1" in p.stdout
+    assert (board / "data" / "config" / "SOUL.md").read_text() == "the owner's soul\n"
+    assert (board / "data" / "memory" / "MEMORY.md").read_text() == "seed memory\n"
+    p = flash_sh("--port", vboard.port, "seed", "--force", env=env)
+    assert (board / "data" / "config" / "SOUL.md").read_text() == "seed soul\n"
+
+    p = flash_sh("--port", vboard.port, "config", "wifi_ssid=Sim Net", "tg_token=123456:FAKE-token",
+                 "tz=+8", "allowed_chats=42, 43")
+    assert "FAKE" not in p.stdout + p.stderr
+    nvs = {k: bytes.fromhex(v[1]).decode() for k, v in json.load(open(board / "nvs.json"))["mimi"].items()}
+    assert nvs == {"wifi_ssid": "Sim Net", "tg_token": "123456:FAKE-token", "tz": "+08:00", "allowed": "42,43"}
+
+    vboard.read()
+    flash_sh("--port", vboard.port, "reset")
+    # The board powers on: boot.py and main.py from the flash folder, the package from
+    # /lib (the only mimi on the board's sys.path), the settings from its NVS.
+    assert vboard.wait_for(b"[app] started"), vboard.out.decode(errors="replace")
+    assert b"wifi Sim Net: connected" in vboard.out
+
+
+def test_deploy_mpy_compiles_the_package_and_the_board_imports_it(vboard):
+    board = vboard.flash
+    (board / "lib" / "mimi").mkdir(parents=True)
+    (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the .mpy')\n")
+    flash_sh("--port", vboard.port, "deploy", "--mpy")
+    files = _files(board / "lib")
+    assert files and all(f.endswith(".mpy") for f in files), files
+    assert "mimi/app.mpy" in files and (board / "main.py").exists()
+    vboard.read()
+    flash_sh("--port", vboard.port, "reset")
+    assert vboard.wait_for(b"[app] started"), vboard.out.decode(errors="replace")
+
+
+def _recorder(tmp_path, name):
+    log = tmp_path / (name + ".log")
+    exe = tmp_path / name
+    exe.write_text("#!/bin/sh\nif [ \"$1\" = version ]; then echo 'esptool v5.6.0'; exit 0; fi\n"
+                   "echo \"$@\" >> %s\n" % log)
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return str(exe), log
+
+
+def test_flash_erases_then_writes_the_image_at_offset_zero(tmp_path):
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "ESP32_GENERIC_S3-v1.25.0.bin"
+    image.write_bytes(b"\xe9" + b"\0" * 63)
+    flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
+    assert log.read_text().splitlines() == [
+        "--chip esp32s3 --port /dev/ttyACM0 erase-flash",
+        "--chip esp32s3 --port /dev/ttyACM0 --baud 460800 write-flash -z 0x0 %s" % image,
+    ]
+
+
+@pytest.mark.parametrize("args,msg", [(["flash"], "give the MicroPython image"),
+                                      (["flash", "/nonexistent.bin"], "no such file"),
+                                      (["config", "tz=Mars"], "tz: expected"),
+                                      (["config", "colour=blue"], "unknown setting"),
+                                      (["frobnicate"], "unknown command")])
+def test_bad_arguments_stop_before_touching_the_board(tmp_path, args, msg):
+    esptool, elog = _recorder(tmp_path, "esptool")
+    mpremote, mlog = _recorder(tmp_path, "mpremote")
+    p = flash_sh("--port", "socket://127.0.0.1:9", *args, env=_env(ESPTOOL=esptool, MPREMOTE=mpremote), check=False)
+    assert p.returncode == 2 and msg in p.stderr, p.stderr
+    assert not elog.exists() and not mlog.exists()
+
+
+def test_flash_refuses_a_virtual_board(tmp_path):
+    image = tmp_path / "fw.bin"
+    image.write_bytes(b"\xe9")
+    p = flash_sh("--port", "socket://127.0.0.1:7777", "flash", str(image), check=False)
+    assert p.returncode == 2 and "serial device" in p.stderr

