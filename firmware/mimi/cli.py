@@ -146,7 +146,12 @@ def set_tg_token(token=None):
 def set_api_key(key=None):
     if not _text(key) or " " in key.strip():
         return _usage("set_api_key")
-    _set("api_key", key.strip())
+    try:
+        from mimi import llm
+    except ImportError:
+        return _set("api_key", key.strip())
+    llm.set_key(key.strip())
+    out("API key for %s set (%s****)" % (config.get("provider"), key.strip()[:4]))
 
 
 @_safe
@@ -175,7 +180,12 @@ def set_base_url(url=None):
     if not (u.startswith("http://") or u.startswith("https://")) or " " in u:
         out("a base URL starts with http:// or https://, e.g. http://192.168.1.20:11434/v1")
         return
-    _set("base_url", u.rstrip("/"))
+    try:
+        from mimi import llm
+    except ImportError:
+        return _set("base_url", u.rstrip("/"))
+    llm.switch(base_url=u)
+    out("base_url set to %s" % config.get("base_url"))
 
 
 @_safe

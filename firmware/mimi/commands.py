@@ -1,13 +1,14 @@
 """What the chat commands and the serial CLI share: /status, /model, /provider, /new,
-/memory, /help, and the day's token count.
+/memory, /help.
 
 Each function returns the text to show (str) and raises nothing for bad input: a wrong
 argument comes back as a short message saying what is expected. Telegram calls
 ``run(text, channel, chat_id)`` for a message that starts with ``/``; the CLI calls the
 functions directly.
 
-Settings changed here (``provider``, ``model``) persist in the settings store;
-``mimi.llm.current()`` builds its provider from them on the next turn.
+Provider and model changes go through ``mimi.llm.switch`` (which checks them, persists
+them and rebuilds the provider); tokens come from ``mimi.llm.usage``. While ``mimi.llm``
+is not installed, the settings are written directly.
 """
 from mimi import config, seam
 
@@ -20,37 +21,19 @@ _MODEL_MAX = 100
 
 COMMANDS = config.TG_COMMANDS
 
-_tokens = {"day": -1, "in": 0, "out": 0}
-_tokens_lock = seam.allocate_lock()
 
 
-def _today():
-    from mimi import clock
-
-    return (seam.time_s() + clock.offset_s()) // 86400
-
-
-def count_tokens(input_tokens, output_tokens):
-    """Add one LLM call's usage to today's count (the agent calls this after each reply).
-
-    Counts reset at the owner's local midnight. Kept in RAM only: a reboot starts at 0.
-    """
-    day = _today()
-    with _tokens_lock:
-        if day != _tokens["day"]:
-            _tokens["day"] = day
-            _tokens["in"] = 0
-            _tokens["out"] = 0
-        _tokens["in"] += int(input_tokens or 0)
-        _tokens["out"] += int(output_tokens or 0)
+def _llm():
+    try:
+        from mimi import llm
+    except ImportError:
+        return None
+    return llm
 
 
-def tokens_today():
-    """``(input_tokens, output_tokens)`` counted since local midnight."""
-    with _tokens_lock:
-        if _today() != _tokens["day"]:
-            return (0, 0)
-        return (_tokens["in"], _tokens["out"])
+def _providers():
+    llm = _llm()
+    return tuple(sorted(llm.PRESETS)) if llm is not None else PROVIDERS
 
 
 # -- the commands ------------------------------------------------------------------------
@@ -110,20 +93,37 @@ def model_text():
     return m if m else "(the provider's default)"
 
 
+def _tokens():
+    try:
+        from mimi.llm import usage
+    except ImportError:
+        return "tokens today: not counted (no LLM part installed)"
+    return usage.summary()
+
+
+def _llm_line():
+    llm = _llm()
+    if llm is not None:
+        try:
+            return "LLM: " + llm.describe()
+        except Exception as e:  # noqa: BLE001 - a status line must not fail
+            return "LLM: %s (%s)" % (config.get("provider"), e)
+    return "LLM: %s, model %s" % (config.get("provider"), model_text())
+
+
 def status():
-    """Several lines: runtime, provider, model, heap, uptime, WiFi, clock, tokens today."""
+    """Several lines: runtime, LLM (provider, model, address), heap, uptime, WiFi, clock,
+    tokens today."""
     from mimi import VERSION
 
-    tin, tout = tokens_today()
     return "\n".join((
         "mimi %s on %s" % (VERSION, seam.describe()),
-        "provider: %s" % config.get("provider"),
-        "model: %s" % model_text(),
+        _llm_line(),
         "heap: %s" % _heap(),
         "uptime: %s" % _uptime(),
         "WiFi: %s" % _wifi(),
         "clock: %s" % ("synced" if seam.clock_synced() else "not set yet (no NTP)"),
-        "tokens today: %d in, %d out" % (tin, tout),
+        _tokens(),
     ))
 
 
@@ -134,32 +134,54 @@ def model(name=None):
     name = str(name).strip()
     if len(name) > _MODEL_MAX or " " in name:
         return "A model name is one word of at most %d characters, e.g. /model claude-sonnet-4-5" % _MODEL_MAX
-    config.set("model", name)
+    llm = _llm()
+    if llm is not None:
+        try:
+            llm.switch(model=name)
+        except ValueError as e:
+            return str(e)
+    else:
+        config.set("model", name)
     return "model set to %s (provider %s)" % (name, config.get("provider"))
 
 
 def provider(name=None):
-    """Show the provider, or switch to ``name`` (one of ``PROVIDERS``; kept across reboots).
+    """Show the provider, or switch to ``name`` (a preset; kept across reboots).
 
-    Switching clears the model (names differ between providers) so the new provider's
-    default applies until ``model`` sets one.
+    Switching starts from the new provider's own model and address (names differ between
+    providers) until ``model`` sets one.
     """
     cur = config.get("provider")
+    names = _providers()
     if name is None or not str(name).strip():
-        return "provider: %s. Choose with /provider <name>, one of: %s" % (cur, ", ".join(PROVIDERS))
+        return "provider: %s. Choose with /provider <name>, one of: %s" % (cur, ", ".join(names))
     name = str(name).strip().lower()
-    if name not in PROVIDERS:
-        return "unknown provider '%s'; choose one of: %s" % (name, ", ".join(PROVIDERS))
+    if name not in names:
+        return "unknown provider '%s'; choose one of: %s" % (name, ", ".join(names))
     if name == cur:
         return "provider is already %s (model: %s)" % (cur, model_text())
-    config.set("provider", name)
-    config.set("model", "")
+    llm = _llm()
+    if llm is not None:
+        try:
+            llm.switch(provider=name)
+        except ValueError as e:
+            return str(e)
+    else:
+        config.set("provider", name)
+        config.set("model", "")
     out = "provider set to %s; model reset to its default" % name
-    if name not in _LOCAL and not config.get("api_key"):
+    if name not in _LOCAL and not (config.get("api_key") or _key_for(name)):
         out += ". No API key is set: on the serial console, set_api_key <key>"
     if name in _LOCAL and not config.get("base_url"):
-        out += ". Set its address on the serial console: set_base_url <url>"
+        out += ". Check its address on the serial console: set_base_url <url>"
     return out
+
+
+def _key_for(name):
+    try:
+        return config.get("key_" + name)
+    except KeyError:  # no per-provider keys in this build
+        return ""
 
 
 def new_session(channel, chat_id):

@@ -148,7 +148,7 @@ def test_status_heap_wifi():
     cli.execute("wifi_scan")
     cli.execute("wifi_status")
     t = _text()
-    assert "provider:" in t and "heap" in t and "mimi-sim-wifi" in t
+    assert "LLM: " in t and "heap" in t and "mimi-sim-wifi" in t
 
 
 class Echo:
