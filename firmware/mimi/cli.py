@@ -284,9 +284,9 @@ def skill_list():
 def skill_show(name=None):
     if not _text(name):
         return _usage("skill_show")
-    from mimi.storage import skills
+    from mimi.storage import fs, skills
 
-    text, cut = skills.read(name, 4096)
+    text, cut, _ = fs.read_text(skills.path(name.strip()), 4096)
     out(text + ("\n[... cut at 4 KB]" if cut else ""))
 
 

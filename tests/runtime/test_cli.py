@@ -110,7 +110,14 @@ def test_files_memory_sessions_skills_cron():
     cli.execute("cron_list")
     assert "daily at 08:00" in _text() and "briefing" in _text()
     cli.execute("skill_show nothing-here")
-    assert "error:" in _text()
+    assert "error: no such file" in _text()
+    from mimi.storage import fs, skills
+
+    fs.write(skills.path("weather"), "# Weather\n\nFetch and present the weather.\n")
+    del _lines[:]
+    cli.execute("skill_list")
+    cli.execute("skill_show weather")
+    assert "weather" in _text() and "Fetch and present the weather." in _text()
 
 
 def test_tool_exec_runs_a_registered_tool():
