@@ -118,6 +118,10 @@ def register_tools():
         except ImportError as e:
             log.debug(TAG, "tools %s not installed (%s)", name, e)
             continue
+        except MemoryError:
+            seam.collect()
+            log.error(TAG, "tools %s: out of memory while loading; the agent works without them", name)
+            continue
         try:
             mod.register_all()
         except Exception as e:  # noqa: BLE001 - one broken tool module must not stop the rest

@@ -63,7 +63,7 @@ APP_STOP_WAIT_MS = const(8000)
 APP_RESTARTS_MAX = const(5)  # thread restarts within the window, then a board reset
 APP_RESTART_WINDOW_MS = const(600000)
 APP_RESTART_PAUSE_MS = const(2000)
-APP_IO_WAIT_MS = const(50)  # the I/O loop waits this long for outbound messages
+APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound messages (= latency)
 APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools", "web", "gpio")  # mimi.tools.*
 
 # -- telegram (mimi/channels/telegram.py; issue 5) -------------------------------------
