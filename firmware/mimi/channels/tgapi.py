@@ -104,6 +104,6 @@ class BotApi:
         if r.status != 200:
             raise _error(r)
         if r.truncated:
-            raise Truncated(bytes(r.body[:256]))
+            raise Truncated(bytes(r.body[:512]))
         res = r.json().get("result")
         return res if isinstance(res, list) else []
