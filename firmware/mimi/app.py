@@ -18,7 +18,8 @@ thread itself hangs or dies, nobody feeds it and the board resets. Ctrl-C that r
 thread stops the app (``stop()``); at the REPL, ``cli.run()`` and the host launcher turn
 Ctrl-C into ``stop()``.
 
-Outbound routing: ``telegram`` -> the Telegram channel; ``cli`` -> the console;
+The I/O thread's loop and the outbound routing are in ``mimi.ioloop``:
+``telegram`` -> the Telegram channel; ``cli`` -> the console;
 ``cron`` -> Telegram for a numeric chat id, else the console; ``heartbeat`` -> the
 owner on Telegram, except a ``HEARTBEAT_OK`` reply and typing/notes, which are dropped.
 """
@@ -78,6 +79,7 @@ def _alloc():
     from mimi.channels.telegram import Telegram
     from mimi.channels.tgapi import BotApi
     from mimi.net import http  # noqa: F401
+    from mimi import ioloop  # noqa: F401
     from mimi.services import cron, heartbeat as _hb  # noqa: F401
     from mimi.storage import sessions  # noqa: F401
     try:
@@ -278,6 +280,12 @@ def _agent_body():
     a.run(_stopping)
 
 
+def _io_body():
+    from mimi import ioloop
+
+    ioloop.run()
+
+
 def _spawn(name):
     body = _agent_body if name == "agent" else _io_body
     stack = config.THREAD_AGENT_STACK_BYTES if name == "agent" else config.THREAD_IO_STACK_BYTES
@@ -346,71 +354,7 @@ def _idle_feeder():
         state["feeder"] = False
 
 
-# -- the I/O thread -----------------------------------------------------------------------
-
-
-def _io_body():
-    from mimi import boot
-    from mimi.services.cron import Cron
-
-    if state["net"] is None:
-        state["net"] = boot.NetKeeper()
-    if state["cron"] is None:
-        state["cron"] = Cron(state["bus"])
-    hb = heartbeat()
-    tg = state["telegram"]
-    net = state["net"]
-    b = state["bus"]
-    held = None  # an outbound message its channel had no room for yet
-    try:
-        while not state["stop"]:
-            now = seam.ticks_ms()
-            net.tick(now)
-            busy = tg.tick(now)
-            for _ in range(8):
-                if held is None:
-                    held = b.outbound.get(0)
-                if held is None or not route(held):
-                    break
-                held = None
-            state["cron"].tick(now)
-            hb.tick(now)
-            watch(now)
-            if not busy and held is None:
-                m = b.outbound.get(config.APP_IO_WAIT_MS)
-                if m is not None and not route(m):
-                    held = m
-            elif held is not None:
-                seam.sleep_ms(config.APP_IO_WAIT_MS)
-    finally:
-        tg.stop()
-
-
-def route(msg):
-    """Hand an outbound message to its channel; False when the channel has no room yet."""
-    ch = msg.get("channel")
-    kind = msg.get("kind", "text")
-    cid = str(msg.get("chat_id", ""))
-    if ch == "heartbeat":
-        from mimi.services import heartbeat as hbmod
-
-        if kind != "text":
-            return True
-        if hbmod.is_ok(msg.get("text")):
-            log.info(TAG, "heartbeat: nothing to report")
-            return True
-        msg = {"channel": "telegram", "chat_id": cid, "text": msg.get("text"), "kind": kind}
-        ch = "telegram"
-    elif ch == "cron":
-        ch = "telegram" if cid.lstrip("-").isdigit() else "cli"
-    if ch == "telegram":
-        return state["telegram"].deliver(msg)
-    if ch == "cli":
-        from mimi.channels import console
-
-        return console.deliver(msg)
-    log.warn(TAG, "no channel '%s': a %s message for %s was dropped", ch, kind, cid)
-    return True
+# -- supervision ------------------------------------------------------------------------
 
 
 def agent_ok(now):

@@ -25,7 +25,7 @@ In (https://core.telegram.org/bots/api#getupdates):
 - Commands ``/start /help /new /status /model /provider /memory`` are answered here
   (``mimi.commands``) and registered with ``setMyCommands``; others go to the agent.
 
-Out:
+Out (``tgout.Outbox``):
 - Markdown from the agent is split at 4096 UTF-16 units (``tgformat.split``) and each
   chunk sent as HTML; when Telegram answers "can't parse entities" that chunk is sent
   once more as plain text. "message is too long" splits the chunk in half once.
@@ -36,6 +36,7 @@ Out:
 from mimi import config, log, seam
 from mimi.channels import access, tgformat
 from mimi.channels.tgapi import BotApi, TgError, Truncated
+from mimi.channels.tgout import Outbox
 
 TAG = "tg"
 
@@ -77,10 +78,8 @@ class Telegram:
         self.limit = config.TG_POLL_LIMIT
         self.poll_at = seam.ticks_ms()  # no poll before this (back-off)
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
-        self.outq = []  # [chat_id, markdown chunk, network failures, plain, resplit]
-        self.send_at = seam.ticks_ms()
-        self.typing = {}  # chat id -> [next sendChatAction ticks, since ticks]
         self.stats = {"updates": 0, "sent": 0, "dropped": 0, "poll_errors": 0}
+        self.out = Outbox(self.api, self.stats)
         self._no_token_logged = False
         self._conflicts = 0
 
@@ -170,8 +169,8 @@ class Telegram:
             if seam.ticks_diff(now_ms, self.poll_at) < 0 or not self._hello(now_ms):
                 return False
         busy = self._poll_step(now_ms)
-        busy = self._send_step(now_ms) or busy
-        self._typing_step(now_ms)
+        busy = self.out.step(now_ms) or busy
+        self.out.typing_step(now_ms)
         self.save_offset(now_ms)
         return busy
 
@@ -374,107 +373,23 @@ class Telegram:
         if self.limiter.ok(cid, now):
             self.queue_text(cid, _DENY % (cid, cid), True)
 
-    # -- sending ------------------------------------------------------------------------
+    # -- sending (tgout.Outbox) ------------------------------------------------------
+
+    @property
+    def outq(self):
+        return self.out.q
+
+    @property
+    def typing(self):
+        return self.out.typing
 
     def queue_text(self, chat_id, text, plain=False):
         """Queue ``text`` for ``chat_id`` (Markdown, or ``plain`` text), split as needed."""
-        for c in tgformat.split(text):
-            self.outq.append([chat_id, c, 0, plain, False])
+        self.out.text(chat_id, text, plain)
 
     def deliver(self, msg):
         """Take an outbound bus message. False (nothing taken) while the send queue is full."""
-        cid = str(msg.get("chat_id"))
-        kind = msg.get("kind", "text")
-        now = seam.ticks_ms()
-        if kind == "typing":
-            if cid not in self.typing:
-                self.typing[cid] = [now, now]
-            return True
-        if kind == "idle":
-            self.typing.pop(cid, None)
-            return True
-        text = msg.get("text") or ""
-        if not text.strip():
-            return True
-        if self.outq and len(self.outq) >= config.TG_OUTQ_MAX:
-            return False
-        self.queue_text(cid, text)
-        return True
-
-    def _send_step(self, now):
-        if not self.outq or seam.ticks_diff(now, self.send_at) < 0:
-            return False
-        item = self.outq[0]
-        cid, md, fails, plain, resplit = item
-        if plain:
-            params = {"chat_id": cid, "text": md}
-        else:
-            params = {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"}
-        try:
-            self.api.call("sendMessage", params)
-        except TgError as e:
-            self._send_error(e, item, now)
-            return True
-        except OSError as e:
-            item[2] = fails + 1
-            if item[2] >= config.TG_SEND_TRIES:
-                self.outq.pop(0)
-                self.stats["dropped"] += 1
-                log.error(TAG, "a reply to chat %s was lost after %d tries: %s", cid, item[2], e)
-            else:
-                wait = min(config.TG_BACKOFF_MIN_MS << item[2], config.TG_BACKOFF_MAX_MS)
-                log.warn(TAG, "sending to %s failed: %s; retry in %d s", cid, e, wait // 1000)
-                self.send_at = seam.ticks_add(now, wait)
-            return True
-        self.outq.pop(0)
-        self.stats["sent"] += 1
-        if cid in self.typing:  # a message ends Telegram's indicator; renew it in 4 s
-            self.typing[cid][0] = seam.ticks_add(now, config.TG_TYPING_EVERY_MS)
-        return True
-
-    def _send_error(self, e, item, now):
-        cid, md, fails, plain, resplit = item
-        desc = e.description.lower()
-        if e.code == 429:
-            wait_s = min(int(e.retry_after or 5), config.TG_RETRY_AFTER_MAX_S)
-            log.warn(TAG, "Telegram asks to slow down: sending again in %d s", wait_s)
-            self.send_at = seam.ticks_add(now, wait_s * 1000)
-            return
-        self.outq.pop(0)
-        if e.code == 400 and "parse entities" in desc and not plain:
-            log.warn(TAG, "Telegram refused the formatting (%s): sending that part as plain text", e.description)
-            self.outq.insert(0, [cid, md, fails, True, resplit])
-            return
-        if e.code == 400 and "too long" in desc and not resplit:
-            log.warn(TAG, "Telegram says a part is too long: splitting it further")
-            parts = tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)
-            for c in reversed(parts):
-                self.outq.insert(0, [cid, c, fails, True, True])
-            return
-        self.stats["dropped"] += 1
-        log.error(TAG, "Telegram refused a reply to chat %s: %d %s", cid, e.code, e.description)
-
-    def _typing_step(self, now):
-        if not self.typing:
-            return
-        for cid in list(self.typing):
-            t = self.typing[cid]
-            if seam.ticks_diff(now, t[1]) > config.TG_TYPING_MAX_MS:
-                del self.typing[cid]
-                continue
-            if seam.ticks_diff(now, t[0]) < 0 or seam.ticks_diff(now, self.send_at) < 0:
-                continue
-            t[0] = seam.ticks_add(now, config.TG_TYPING_EVERY_MS)
-            try:
-                self.api.call("sendChatAction", {"chat_id": cid, "action": "typing"})
-            except TgError as e:
-                if e.code == 429:
-                    self.send_at = seam.ticks_add(now, min(int(e.retry_after or 5), config.TG_RETRY_AFTER_MAX_S) * 1000)
-                else:
-                    log.warn(TAG, "typing for %s refused: %s", cid, e.description)
-                    del self.typing[cid]
-            except OSError as e:
-                log.debug(TAG, "typing for %s failed: %s", cid, e)
+        return self.out.deliver(msg)
 
 
 def _session(cid):
