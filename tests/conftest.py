@@ -175,7 +175,9 @@ def pytest_collect_file(file_path, parent):
 
 def pytest_runtest_logreport(report):
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        rt = "micropython" if report.nodeid.endswith("[micropython]") else "cpython"
+        # Firmware run by the micropython command: dual-runtime twins ("[micropython]"),
+        # host-driven cases ("test_micropython[...]") and boots ("micropython-board").
+        rt = "micropython" if "micropython" in report.nodeid.split("::", 1)[-1] else "cpython"
         c = _counts[rt]
         c[report.outcome] = c.get(report.outcome, 0) + 1
 

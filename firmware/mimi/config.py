@@ -32,6 +32,11 @@ STATE_DIR = DATA + "/state"  # small runtime state: Telegram offset, token count
 AGENT_MAX_ROUNDS = const(10)  # LLM calls per inbound message
 AGENT_HISTORY_MSGS = const(20)  # messages of history sent with each request
 AGENT_CONTEXT_BYTES = const(16384)  # the system prompt buffer
+AGENT_POLL_MS = const(500)  # how long run() waits on the inbound queue between stop checks
+AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note...
+AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever comes first
+AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
+AGENT_GROUP_DENIED = ("file", "gpio", "cron")  # tool groups group chats do not get by default
 
 # -- bus -------------------------------------------------------------------------------
 BUS_INBOUND_MAX = const(8)
@@ -168,6 +173,25 @@ HTTP_BODY_MAX_BYTES = const(4096)  # body cap when the caller passes no buffer
 HTTP_LINE_BYTES = const(1024)  # status line, one header line, one chunk-size line
 HTTP_WRITE_BUF_BYTES = const(1024)  # request bytes gathered before one socket write
 
+# -- hardware: pins, datasheets, fast path (issue 7; seeds 002, 004) ------------------
+# The owner's pin policy sits at the flash root, outside /data, so no tool can widen it
+# (see mimi/hw/pins.py for its format).
+HW_POLICY_PATH = "/gpio.json"
+HW_POLICY_MAX_BYTES = const(1024)
+HW_CHUNK_MAX_BYTES = const(2048)  # one datasheet chunk (a markdown section or a piece of one)
+HW_MAX_FILES = const(16)  # datasheet files indexed
+HW_MAX_CHUNKS = const(256)  # chunks indexed over all files (12 bytes of RAM each)
+HW_RAG_MAX_CHUNKS = const(3)  # datasheet chunks per message
+HW_RAG_MAX_KEYWORDS = const(24)  # keywords taken from one message
+HW_DOCS_TOOL_BYTES = const(4096)  # a hardware_docs result
+HW_DOCS_TOOL_CHUNKS = const(4)
+HW_PWM_FREQ_DEFAULT_HZ = const(1000)
+HW_PWM_FREQ_MAX_HZ = const(40000)
+HW_PWM_MAX_CHANNELS = const(8)  # LEDC channels on the ESP32-S3
+HW_PWM_MAX_FREQS = const(4)  # LEDC timers: distinct frequencies at once
+HW_RGB_ON = (24, 24, 24)  # "on" for an addressable RGB LED: dim white (0-255 each)
+HW_FASTPATH_MAX_CHARS = const(80)  # longer messages are never a plain command
+
 # -- settings ---------------------------------------------------------------------------
 # name -> (store key, default, secret). Store keys are at most 15 characters (NVS).
 SETTINGS = {
@@ -186,6 +210,36 @@ SETTINGS = {
     "owner_chat": ("owner", "", False),
     "board": ("board", "esp32-s3-devkitc-1", False),
 }
+
+# -- llm (issue 4; mimi/llm/) ------------------------------------------------------------
+LLM_RESPONSE_MAX_BYTES = const(36864)  # the one reply buffer: a 32 KB answer plus its JSON
+LLM_MAX_TOKENS = const(4096)  # per reply; about 16 KB of English, fits the buffer
+LLM_TIMEOUT_MS = const(120000)  # each read: a non-streamed reply arrives all at once
+LLM_DEADLINE_MS = const(300000)  # one attempt, whole
+LLM_MAX_ATTEMPTS = const(3)  # the SDKs' DEFAULT_MAX_RETRIES = 2, plus the first try
+LLM_RETRY_BASE_MS = const(500)  # SDKs' INITIAL_RETRY_DELAY
+LLM_RETRY_MAX_MS = const(8000)  # SDKs' MAX_RETRY_DELAY
+LLM_RETRY_AFTER_MAX_S = const(60)  # a longer retry-after is not waited for
+LLM_ANTHROPIC_VERSION = "2023-06-01"
+USAGE_PATH = STATE_DIR + "/usage.json"  # tokens per day
+USAGE_SAVE_S = const(600)  # token counts are written at most this often (flash wear)
+USAGE_DAYS = const(14)  # days of token counts kept
+# One API key per preset (falls back to api_key), so switching needs no re-entry.
+SETTINGS["key_anthropic"] = ("k_anthropic", "", True)
+SETTINGS["key_openai"] = ("k_openai", "", True)
+SETTINGS["key_openrouter"] = ("k_openrouter", "", True)
+SETTINGS["key_deepseek"] = ("k_deepseek", "", True)
+SETTINGS["key_ollama"] = ("k_ollama", "", True)
+SETTINGS["key_lmstudio"] = ("k_lmstudio", "", True)
+SETTINGS["key_custom"] = ("k_custom", "", True)
+# web_search (mimi/tools/web.py): offered only when search_key is set.
+WEB_BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
+WEB_TAVILY_URL = "https://api.tavily.com/search"
+WEB_RESULTS_MAX = const(10)
+WEB_SNIPPET_MAX_CHARS = const(300)
+WEB_TIMEOUT_MS = const(20000)
+# Tool groups a group chat may use besides the safe ones ("file,cron", "all"; issue 4).
+SETTINGS["group_tools"] = ("group_tools", "", False)
 
 _cache = {}
 

@@ -243,13 +243,15 @@ def store_erase(key):
 
 
 def pin(n, mode=None, pull=None, value=None):
-    """``machine.Pin(n, ...)``; ``mode`` is "in", "out" or None (leave as it is)."""
+    """``machine.Pin(n, ...)``; ``mode`` is "in", "out" or None (leave the pin as it is:
+    ``machine.Pin(n)`` alone does not reconfigure it); ``pull`` is "up", "down", "none"
+    (no pull) or None (leave the pull as it is)."""
     import machine
 
     if mode is None:
         return machine.Pin(n)
     m = machine.Pin.OUT if mode == "out" else machine.Pin.IN
-    p = {"up": machine.Pin.PULL_UP, "down": machine.Pin.PULL_DOWN}.get(pull, -1)
+    p = {"up": machine.Pin.PULL_UP, "down": machine.Pin.PULL_DOWN, "none": None}.get(pull, -1)
     return machine.Pin(n, m, p) if value is None else machine.Pin(n, m, p, value=value)
 
 
@@ -441,6 +443,11 @@ def loads_view(mv):
     return json.loads(mv)
 
 
+def thread_id():
+    """An id of the calling thread (``_thread.get_ident``), for per-thread caches."""
+    return _thread.get_ident()
+
+
 class Conn:
     """One TCP connection, maybe TLS, where every operation has a timeout.
 
@@ -608,6 +615,21 @@ def mtime_s(real):
     Raises ``OSError`` when it is missing. LittleFS on the device keeps mtimes.
     """
     return int(os.stat(real)[8]) + _EPOCH_OFFSET
+
+
+# -- hardware: addressable RGB LEDs (issue 7) ------------------------------------------
+
+
+def neopixel(n, count=1):
+    """A ``neopixel.NeoPixel`` on pin ``n`` with ``count`` LEDs (WS2812, GRB order).
+
+    micropython-lib's ``neopixel`` (frozen into the ESP32 port): ``np[i] = (r, g, b)``
+    (0-255 each), then ``np.write()``. The host's stand-in records what was written.
+    """
+    import machine
+    import neopixel as _np
+
+    return _np.NeoPixel(machine.Pin(n), count)
 
 
 # -- runtime: threads (issue 5; used by mimi.app) ------------------------------------

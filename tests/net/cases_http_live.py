@@ -239,3 +239,23 @@ def test_no_certificates_is_a_clear_error():
     certs.reset()
     e = support.raises(seam.TLSError, http.request, "GET", _env("MIMI_T_HTTPS") + "/cl")
     assert "no CA certificates" in str(e)
+
+
+def test_tls_from_two_threads_at_once():
+    _flash_with(_env("MIMI_T_CA"))
+    results = []
+
+    def worker(path):
+        try:
+            r = http.request("GET", _env("MIMI_T_HTTPS") + path, buf=bytearray(64))
+            results.append(bytes(r.body))
+        except Exception as e:  # noqa: BLE001 - reported below
+            results.append(repr(e))
+    seam.start_thread(worker, ("/slowhead?ms=300",), 32768)
+    seam.start_thread(worker, ("/cl",), 32768)
+    for _ in range(300):
+        if len(results) == 2:
+            break
+        seam.sleep_ms(20)
+    assert sorted(results) == [b"hello world", b"late"], results
+    assert len(certs._ctxs) >= 2  # one context per thread

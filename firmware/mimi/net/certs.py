@@ -4,31 +4,32 @@
 api.anthropic.com, api.openai.com, api.telegram.org; README "LLM providers and HTTP");
 the owner may drop more ``*.pem`` files beside it for a self-hosted server. The unix
 port's mbedTLS cannot parse PEM, so each certificate is decoded to DER here and handed
-to ``seam.tls_context`` one by one. The parsed context is built once and shared by all
-connections; ``reset()`` after adding a file.
+to ``seam.tls_context`` one by one. A context is built once per thread and reused by
+that thread's connections (MicroPython's context holds the random generator its
+handshakes draw from, and the unix port runs threads without a global lock, so two
+threads never share one); ``reset()`` after adding a file. Each costs about 3 KB.
 """
 import binascii
-import os
 
 from micropython import const
 
 from mimi import config, log, seam
+from mimi.storage import fs
 
 TAG = "tls"
 _LINE_MAX = const(256)  # PEM lines are 64 characters; longer ones are not PEM
 _CERT_B64_MAX = const(8192)  # base64 of one certificate (a 4096-bit root is about 1.9 KB)
 
-_ctx = None
+_ctxs = {}  # thread id -> context
 
 
 def files(folder=None):
     """Device paths of the PEM files to trust: ``ca.pem`` first, then the others sorted."""
     folder = folder or config.CERTS_DIR
     try:
-        names = os.listdir(seam.real_path(folder))
+        names = sorted(e[0] for e in fs.listdir(folder) if not e[1] and e[0].endswith(".pem"))
     except OSError:
         return []
-    names = sorted(n for n in names if n.endswith(".pem"))
     if "ca.pem" in names:
         names.remove("ca.pem")
         names.insert(0, "ca.pem")
@@ -43,7 +44,7 @@ def ders(paths):
     """
     for path in paths:
         try:
-            f = open(seam.real_path(path), "rb")
+            f, _ = fs.open_read(path)
         except OSError as e:
             log.warn(TAG, "cannot open %s: %s", path, e)
             continue
@@ -80,24 +81,24 @@ def ders(paths):
 
 
 def context():
-    """The shared verifying TLS context, built on first use from ``files()``.
+    """This thread's verifying TLS context, built on its first use from ``files()``.
 
     Raises ``seam.TLSError`` when no certificate could be loaded (then no HTTPS request
     can be verified: the message says where the bundle belongs).
     """
-    global _ctx
-    if _ctx is None:
+    tid = seam.thread_id()
+    ctx = _ctxs.get(tid)
+    if ctx is None:
         ctx, n, bad = seam.tls_context(ders(files()))
         if bad:
             log.warn(TAG, "%d certificates in %s could not be parsed, skipped", bad, config.CERTS_DIR)
         if not n:
             raise seam.TLSError("no CA certificates in %s (copy spiffs_seed/certs there)" % config.CERTS_DIR)
         log.info(TAG, "%d CA certificates loaded", n)
-        _ctx = ctx
-    return _ctx
+        _ctxs[tid] = ctx
+    return ctx
 
 
 def reset():
-    """Forget the built context (after a certificate file was added or removed)."""
-    global _ctx
-    _ctx = None
+    """Forget the built contexts (after a certificate file was added or removed)."""
+    _ctxs.clear()

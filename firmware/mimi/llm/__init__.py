@@ -1,0 +1,150 @@
+"""The LLM: one interface, two wire protocols, presets, switching at run time.
+
+``current()`` is the provider the settings name (built once, rebuilt after ``switch``):
+``provider.chat(system, messages, tools, max_tokens) -> {"text", "tool_calls", "stop",
+"usage"}`` (docs/internals.md "LLM"); failures raise ``LLMError`` with a short message
+for the user. Presets (``PRESETS``) give the protocol, base URL and a starting model;
+``switch(provider, model, base_url)`` changes them and persists the choice in the
+settings store (``mimi.config``), so it survives a reboot. Each preset can keep its own
+API key (setting ``key_<preset>``), falling back to ``api_key``; switching back and forth
+then needs no key re-entry.
+
+Base URLs follow each official SDK: Anthropic's has no ``/v1`` (the path adds it),
+OpenAI-compatible ones include it (``{base}/chat/completions``). Ollama and LM Studio run
+on a computer, not on the board: set ``base_url`` to ``http://<computer's IP>:11434/v1``
+(or ``:1234/v1``).
+"""
+from mimi import config, log
+
+TAG = "llm"
+
+
+class LLMError(Exception):
+    """A call that failed for good: ``user_message`` is short, names the cause, and is
+    safe to show (no key, no traceback); ``status`` is the HTTP status or None;
+    ``retryable`` says whether trying again later may help. (Defined here, not in
+    ``common``, so importing the package does not load the HTTP client.)"""
+
+    def __init__(self, user_message, status=None, retryable=False):
+        super().__init__(user_message)
+        self.user_message = user_message
+        self.status = status
+        self.retryable = retryable
+
+# name -> (protocol, base URL, starting model, needs a key)
+PRESETS = {
+    "anthropic": ("anthropic", "https://api.anthropic.com", "claude-sonnet-4-5", True),
+    "openai": ("openai", "https://api.openai.com/v1", "gpt-4.1-mini", True),
+    "openrouter": ("openai", "https://openrouter.ai/api/v1", "anthropic/claude-sonnet-4.5", True),
+    "deepseek": ("openai", "https://api.deepseek.com", "deepseek-v4-flash", True),
+    "ollama": ("openai", "http://localhost:11434/v1", "qwen3:8b", False),
+    "lmstudio": ("openai", "http://localhost:1234/v1", "local-model", False),
+    "custom": ("openai", "", "", False),
+}
+
+_current = None
+_buf = None
+
+
+def init(size=None):
+    """Allocate the one reply buffer (``LLM_RESPONSE_MAX_BYTES``) and return it.
+
+    Call early at boot, before the heap fragments: it is one large block, and importing
+    the rest of the firmware first can leave no free run that long (a 256 KB heap after
+    the imports has lots of free bytes but no 36 KB run). Importing this package is light
+    (it does not load the HTTP client). Later calls return the same buffer.
+    """
+    global _buf
+    if _buf is None or (size and len(_buf) != size):
+        _buf = None
+        _buf = bytearray(size or config.LLM_RESPONSE_MAX_BYTES)
+    return _buf
+
+
+def _key(name):
+    return config.get("key_" + name) or config.get("api_key")
+
+
+def current():
+    """The provider for the current settings (``anthropic.Provider`` or ``openai.Provider``)."""
+    global _current
+    if _current is None:
+        name = config.get("provider")
+        if name not in PRESETS:
+            log.warn(TAG, "unknown provider %s in settings; using anthropic", name)
+            name = "anthropic"
+        proto, base, model, needs_key = PRESETS[name]
+        base = config.get("base_url") or base
+        model = config.get("model") or model
+        if proto == "anthropic":
+            from mimi.llm import anthropic
+
+            _current = anthropic.Provider(name, base, _key(name), model)
+        else:
+            from mimi.llm import openai
+
+            _current = openai.Provider(name, base, _key(name), model, needs_key)
+    return _current
+
+
+def reset():
+    """Forget the built provider; the next ``current()`` reads the settings again."""
+    global _current
+    _current = None
+
+
+def switch(provider=None, model=None, base_url=None):
+    """Change provider, model and/or base URL; persisted; returns the new provider.
+
+    A new provider starts from its preset's model and base URL unless given. ``""`` for
+    ``model`` or ``base_url`` means "the preset's". Raises ``ValueError`` with a message
+    for the user on an unknown provider, a bad URL or model name, or ``custom`` without a
+    base URL; nothing is changed then.
+    """
+    from mimi.net import http
+
+    name = config.get("provider")
+    if provider is not None:
+        provider = provider.strip().lower()
+        if provider not in PRESETS:
+            raise ValueError("unknown provider '%s' (one of: %s)" % (provider, ", ".join(sorted(PRESETS))))
+        if provider != name:
+            model = "" if model is None else model
+            base_url = "" if base_url is None else base_url
+        name = provider
+    if model is not None:
+        model = model.strip()
+        if len(model) > 100 or " " in model or "\n" in model:
+            raise ValueError("that does not look like a model name")
+    if base_url is not None:
+        base_url = base_url.strip().rstrip("/")
+        if base_url:
+            http.parse_url(base_url)  # ValueError names the problem
+    eff_base = base_url if base_url is not None else config.get("base_url")
+    if name == "custom" and not eff_base:
+        raise ValueError("the custom provider needs a base URL (e.g. http://192.168.1.10:8080/v1)")
+    if provider is not None:
+        config.set("provider", name)
+    if model is not None:
+        config.set("model", model)
+    if base_url is not None:
+        config.set("base_url", base_url)
+    reset()
+    p = current()
+    log.info(TAG, "now %s", describe(p))
+    return p
+
+
+def set_key(key, provider=None):
+    """Store the API key for ``provider`` (default: the current one). Never logged."""
+    name = provider or config.get("provider")
+    if name not in PRESETS:
+        raise ValueError("unknown provider '%s'" % name)
+    config.set("key_" + name, key.strip())
+    reset()
+
+
+def describe(p=None):
+    """One line for /status: ``anthropic, claude-sonnet-4-5 at https://api.anthropic.com``."""
+    p = p or current()
+    return "%s, %s at %s" % (p.name, p.model or "(no model set)", p.base_url or "(no base URL)")

@@ -1,0 +1,96 @@
+"""Tokens used per day, for ``/status``: ``{"YYYY-MM-DD": [input, output, calls]}``.
+
+Counted in RAM on every LLM reply and written to ``/data/state/usage.json`` at most every
+``USAGE_SAVE_S`` (flash wear: not on every call) and when the app stops (``save()``).
+The local date names the day (``mimi.clock``). ``USAGE_DAYS`` days are kept.
+"""
+import json
+
+from mimi import clock, config, log, seam
+from mimi.storage import fs
+
+TAG = "usage"
+_days = None  # loaded on first use
+_saved_ms = None
+_dirty = False
+
+
+def _load():
+    global _days
+    if _days is None:
+        _days = {}
+        try:
+            data, _, _ = fs.read(config.USAGE_PATH, 4096)
+            d = json.loads(data)
+            if isinstance(d, dict):
+                for k in d:
+                    v = d[k]
+                    if isinstance(v, list) and len(v) == 3:
+                        _days[k] = [int(x) for x in v]
+        except (OSError, ValueError):
+            pass
+    return _days
+
+
+def add(tokens, calls=1):
+    """Count one reply's ``(input_tokens, output_tokens)`` for today; saves when due."""
+    global _dirty
+    days = _load()
+    day = clock.date_str()
+    row = days.get(day)
+    if row is None:
+        row = days[day] = [0, 0, 0]
+        if len(days) > config.USAGE_DAYS:
+            for k in sorted(days)[:len(days) - config.USAGE_DAYS]:
+                del days[k]
+    row[0] += int(tokens[0] or 0)
+    row[1] += int(tokens[1] or 0)
+    row[2] += calls
+    _dirty = True
+    save(False)
+
+
+def save(force=True):
+    """Write the counts if they changed (``force=False``: only when ``USAGE_SAVE_S`` has
+    passed since the last write). A failed write is logged and tried again later."""
+    global _saved_ms, _dirty
+    if not _dirty:
+        return
+    now = seam.ticks_ms()
+    if not force and _saved_ms is not None and seam.ticks_diff(now, _saved_ms) < config.USAGE_SAVE_S * 1000:
+        return
+    if _saved_ms is None and not force:
+        _saved_ms = now  # first count since boot: start the clock, write later
+        return
+    try:
+        fs.write(config.USAGE_PATH, json.dumps(_load()))
+        _dirty = False
+        _saved_ms = now
+    except OSError as e:
+        log.exc(TAG, "saving token counts failed", e)
+
+
+def today():
+    """``(input_tokens, output_tokens, calls)`` for today."""
+    row = _load().get(clock.date_str())
+    return tuple(row) if row else (0, 0, 0)
+
+
+def days():
+    """``[(date, input, output, calls)]``, newest first."""
+    d = _load()
+    return [(k, d[k][0], d[k][1], d[k][2]) for k in sorted(d, reverse=True)]
+
+
+def summary():
+    """One line for ``/status``: ``tokens today: 1234 in, 56 out (3 calls)``."""
+    i, o, n = today()
+    return "tokens today: %d in, %d out (%d calls)" % (i, o, n)
+
+
+def forget():
+    """Drop what is in RAM (tests; the file stays)."""
+    global _days, _saved_ms, _dirty
+    _days = None
+    _saved_ms = None
+    _dirty = False

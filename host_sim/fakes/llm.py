@@ -1,0 +1,442 @@
+"""Fake Anthropic Messages and OpenAI Chat Completions servers (the real wire formats).
+
+    from host_sim.fakes.llm import FakeAnthropic, FakeOpenAI, Reply
+    fake = FakeAnthropic().start()        # base URL for clients: fake.base_url
+    fake.script(Reply.tools([("read_file", {"path": "/data/x"})]), Reply.text("done"))
+    ... fake.requests[-1]["json"]["messages"] ...
+    fake.stop()
+
+``Reply`` describes one answer independent of the protocol; each fake renders it in its
+own format:
+- ``Reply.text(s, stop="end")``; ``stop`` one of end, max_tokens, refusal, pause_turn,
+  tool_use (the protocol's own value also works: ``end_turn``, ``length``, ...);
+- ``Reply.tools([(name, input), ...], text="")``: several tool calls in one reply;
+  ``input`` a dict, or a str sent as-is as OpenAI's ``arguments`` (malformed JSON);
+- ``Reply.error(status, kind=None, message=None, retry_after=None, retry_after_ms=None,
+  code=None)``: the API's error body (kind defaults from the status:
+  429 rate_limit_error / rate_limit_exceeded, 529 overloaded_error, ...);
+- ``Reply.malformed()``: a 200 whose body is not JSON;
+- options on any reply: ``.slow(seconds)``, ``.chunked()``, ``.thinking(text)``
+  (OpenAI: ``reasoning_content``; ``.think_tags()`` puts it in ``<think>`` tags in
+  content instead), ``.drop()`` (close without answering), ``usage=(in, out)``.
+A client that cannot hold the Python object (firmware under ``micropython``) drives the
+fake over HTTP: ``POST /_fake/script`` with a JSON list of ``Reply.to_dict()`` forms,
+``GET /_fake/requests`` (what arrived, as JSON), ``POST /_fake/reset``.
+When the script is empty the fake answers ``Reply.text("ok")`` (or calls ``responder(req)``
+if set). ``strict`` (default True) makes the fake refuse, with the API's 400 error, what
+the real API refuses: a missing key or version header, a tool result without its tool
+call, a tool call left unanswered, roles out of order.
+
+Sources: https://docs.anthropic.com/en/api/messages, https://docs.anthropic.com/en/api/errors,
+https://platform.openai.com/docs/api-reference/chat/create,
+https://platform.openai.com/docs/guides/error-codes.
+"""
+import json
+import os
+import time
+
+from host_sim.fakes import FakeServer, Out
+
+
+class Reply:
+    def __init__(self, kind, **kw):
+        self.kind = kind
+        self.text_ = kw.get("text", "")
+        self.stop = kw.get("stop")
+        self.calls = kw.get("calls", [])
+        self.status = kw.get("status", 200)
+        self.err_kind = kw.get("err_kind")
+        self.message = kw.get("message")
+        self.code = kw.get("code")
+        self.retry_after = kw.get("retry_after")
+        self.retry_after_ms = kw.get("retry_after_ms")
+        self.usage = kw.get("usage")
+        self.delay_s = 0
+        self.chunked_ = False
+        self.drop_ = False
+        self.reasoning = None
+        self.reasoning_in_tags = False
+
+    # -- kinds --------------------------------------------------------------------------
+
+    @classmethod
+    def text(cls, text, stop="end", usage=None):
+        return cls("text", text=text, stop=stop, usage=usage)
+
+    @classmethod
+    def tools(cls, calls, text="", usage=None):
+        return cls("tools", calls=list(calls), text=text, stop="tool_use", usage=usage)
+
+    @classmethod
+    def error(cls, status, kind=None, message=None, retry_after=None, retry_after_ms=None, code=None):
+        return cls("error", status=status, err_kind=kind, message=message, retry_after=retry_after,
+                   retry_after_ms=retry_after_ms, code=code)
+
+    @classmethod
+    def malformed(cls):
+        return cls("malformed")
+
+    # -- options --------------------------------------------------------------------------
+
+    def slow(self, seconds):
+        self.delay_s = seconds
+        return self
+
+    def chunked(self):
+        self.chunked_ = True
+        return self
+
+    def drop(self):
+        self.drop_ = True
+        return self
+
+    def thinking(self, text):
+        self.reasoning = text
+        return self
+
+    def think_tags(self, text):
+        self.reasoning = text
+        self.reasoning_in_tags = True
+        return self
+
+    # -- as JSON (the control API) ----------------------------------------------------------
+
+    _FIELDS = ("kind", "text_", "stop", "calls", "status", "err_kind", "message", "code", "retry_after",
+               "retry_after_ms", "usage", "delay_s", "chunked_", "drop_", "reasoning", "reasoning_in_tags")
+
+    def to_dict(self):
+        return {k.rstrip("_"): getattr(self, k) for k in self._FIELDS}
+
+    @classmethod
+    def from_dict(cls, d):
+        r = cls(d.get("kind", "text"))
+        for k in cls._FIELDS:
+            if k.rstrip("_") in d:
+                setattr(r, k, d[k.rstrip("_")])
+        r.calls = [tuple(c) for c in (r.calls or [])]
+        if r.usage:
+            r.usage = tuple(r.usage)
+        return r
+
+
+def _rid(prefix):
+    return prefix + os.urandom(12).hex()
+
+
+def _approx_tokens(b):
+    return max(1, len(b) // 4)
+
+
+class _FakeLLM(FakeServer):
+    def __init__(self, api_key=None, strict=True, model=None):
+        super().__init__()
+        self.api_key = api_key  # when set, other keys get 401
+        self.strict = strict
+        self.model = model
+        self._script = []
+        self.responder = None
+
+    def script(self, *replies):
+        """Queue replies for the next requests (in order); returns self."""
+        with self.lock:
+            self._script.extend(replies)
+        return self
+
+    @property
+    def pending(self):
+        """Replies still queued."""
+        return len(self._script)
+
+    def _next(self, req):
+        with self.lock:
+            if self._script:
+                return self._script.pop(0)
+        if self.responder:
+            return self.responder(req)
+        return Reply.text("ok")
+
+    def reset(self):
+        with self.lock:
+            self._script = []
+            self.requests = []
+
+    def _control(self, req):
+        if req["path"] == "/_fake/script":
+            self.script(*[Reply.from_dict(d) for d in (req["json"] or [])])
+            return Out(200, {"queued": self.pending})
+        if req["path"] == "/_fake/requests":
+            keep = ("method", "path", "headers", "json", "time")
+            # Raw UTF-8, not \u escapes: MicroPython's json.loads splits escaped emoji
+            # into lone surrogates, and the firmware-side tests compare text exactly.
+            data = [{k: r[k] for k in keep} for r in self.requests]
+            return Out(200, json.dumps(data, ensure_ascii=False).encode())
+        if req["path"] == "/_fake/reset":
+            self.reset()
+            return Out(200, {"ok": True})
+        return Out(404, {"error": "no such control path"})
+
+    def handle(self, req):
+        if req["path"].startswith("/_fake/"):
+            return self._control(req)
+        if req["method"] != "POST" or req["path"] != self.PATH:
+            return self._error_out(Reply.error(404, message="Not found: %s %s" % (req["method"], req["path"])))
+        problem = self.check(req)
+        if problem:
+            status, msg = problem
+            return self._error_out(Reply.error(status, message=msg))
+        r = self._next(req)
+        if r.kind == "error":
+            out = self._error_out(r)
+        elif r.kind == "malformed":
+            out = Out(200, b'{"id": "x", "content": [ {"type": "text", "text": "unterminated')
+        else:
+            out = Out(200, self.render(r, req))
+        out.delay_s = r.delay_s
+        out.chunked = r.chunked_
+        out.drop = r.drop_
+        out.headers.setdefault("request-id", _rid("req_"))
+        return out
+
+    def _error_out(self, r):
+        headers = {}
+        if r.retry_after is not None:
+            headers["retry-after"] = str(r.retry_after)
+        if r.retry_after_ms is not None:
+            headers["retry-after-ms"] = str(r.retry_after_ms)
+        return Out(r.status, self.error_body(r), headers)
+
+    def _usage(self, r, req):
+        if r.usage:
+            return r.usage
+        n_out = _approx_tokens((r.text_ or "").encode()) + 20 * len(r.calls)
+        return (_approx_tokens(req["body"]), n_out)
+
+
+# -- Anthropic Messages ----------------------------------------------------------------
+
+_A_STOP = {"end": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
+           "refusal": "refusal", "pause_turn": "pause_turn"}
+_A_ERR = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+          404: "not_found_error", 408: "timeout_error", 413: "request_too_large",
+          429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+
+
+class FakeAnthropic(_FakeLLM):
+    """``POST /v1/messages``; clients use ``base_url`` = ``fake.base_url`` (no ``/v1``)."""
+
+    PATH = "/v1/messages"
+
+    @property
+    def base_url(self):
+        return self.url
+
+    def check(self, req):
+        h = req["headers"]
+        # The documented header is x-api-key; the SDK (2.x) sends "Authorization: Bearer".
+        key = h.get("x-api-key")
+        if key is None and h.get("authorization", "").startswith("Bearer "):
+            key = h["authorization"][7:]
+        if not key:
+            return 401, "x-api-key header is required"
+        if self.api_key and key != self.api_key:
+            return 401, "invalid x-api-key"
+        if not self.strict:
+            return None
+        if "anthropic-version" not in h:
+            return 400, "anthropic-version: header is required"
+        b = req["json"]
+        if not isinstance(b, dict):
+            return 400, "request body is not valid JSON"
+        for k in ("model", "max_tokens", "messages"):
+            if k not in b:
+                return 400, "%s: Field required" % k
+        if not isinstance(b["max_tokens"], int) or b["max_tokens"] < 1:
+            return 400, "max_tokens: must be a positive integer"
+        sys_ = b.get("system")
+        if sys_ is not None and not isinstance(sys_, (str, list)):
+            return 400, "system: Input should be a valid string or list"
+        for t in b.get("tools") or ():
+            if not isinstance(t, dict) or "name" not in t or "input_schema" not in t:
+                return 400, "tools: each tool needs name and input_schema"
+        return _check_anthropic_messages(b["messages"])
+
+    def render(self, r, req):
+        content = []
+        if r.text_:
+            content.append({"type": "text", "text": r.text_})
+        for name, inp in r.calls:
+            content.append({"type": "tool_use", "id": _rid("toolu_01"), "name": name,
+                            "input": inp if isinstance(inp, dict) else {}})
+        stop = _A_STOP.get(r.stop, r.stop)
+        u = self._usage(r, req)
+        model = (req["json"] or {}).get("model") or self.model or "claude-fake"
+        return {"id": _rid("msg_01"), "type": "message", "role": "assistant", "model": model,
+                "content": content, "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": u[0], "output_tokens": u[1]}}
+
+    def error_body(self, r):
+        kind = r.err_kind or _A_ERR.get(r.status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": r.message or kind.replace("_", " ")},
+                "request_id": _rid("req_")}
+
+
+def _combine(msgs):
+    """The API combines consecutive turns of one role into one (Messages API docs)."""
+    out = []
+    for m in msgs:
+        if not isinstance(m, dict):
+            return None
+        c = m.get("content")
+        blocks = [{"type": "text", "text": c}] if isinstance(c, str) else c
+        if out and out[-1]["role"] == m.get("role") and isinstance(blocks, list):
+            out[-1]["content"] = out[-1]["content"] + blocks
+        else:
+            out.append({"role": m.get("role"), "content": blocks})
+    return out
+
+
+def _check_anthropic_messages(msgs):
+    if not isinstance(msgs, list) or not msgs:
+        return 400, "messages: at least one message is required"
+    msgs = _combine(msgs)
+    if msgs is None:
+        return 400, "messages: each message must be an object"
+    if msgs[0].get("role") != "user":
+        return 400, "messages: first message must use the \"user\" role"
+    open_ids = []
+    for i, m in enumerate(msgs):
+        role = m.get("role")
+        if role not in ("user", "assistant"):
+            return 400, "messages.%d.role: must be user or assistant" % i
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            return 400, "messages.%d.content: must be a string or a list of blocks" % i
+        if role == "user":
+            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+            for tid in results:
+                if tid not in open_ids:
+                    return 400, ("messages.%d.content: unexpected `tool_use_id` found in `tool_result` blocks: %s. "
+                                 "Each `tool_result` block must have a corresponding `tool_use` block in the "
+                                 "previous message." % (i, tid))
+            missing = [t for t in open_ids if t not in results]
+            if missing:
+                return 400, ("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately "
+                             "after: %s" % (i - 1, ", ".join(missing)))
+            open_ids = []
+        else:
+            if open_ids:
+                return 400, "messages.%d: tool_use without tool_result" % (i - 1)
+            ids = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+            if len(set(ids)) != len(ids):
+                return 400, "messages.%d: `tool_use` ids must be unique" % i
+            for b in blocks:
+                if b.get("type") == "tool_use" and not isinstance(b.get("input"), dict):
+                    return 400, "messages.%d: tool_use.input must be an object" % i
+            open_ids = ids
+        for b in blocks:
+            if b.get("type") == "text" and not b.get("text"):
+                if not (role == "assistant" and i == len(msgs) - 1):
+                    return 400, "messages.%d: text content blocks must be non-empty" % i
+    if open_ids:
+        return 400, "messages: the last assistant message has tool_use blocks without results"
+    return None
+
+
+# -- OpenAI Chat Completions -----------------------------------------------------------
+
+_O_STOP = {"end": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter",
+           "pause_turn": "stop"}
+_O_ERR = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_denied",
+          404: "invalid_request_error", 429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
+
+
+class FakeOpenAI(_FakeLLM):
+    """``POST /v1/chat/completions``; clients use ``base_url`` = ``fake.base_url`` (with ``/v1``)."""
+
+    PATH = "/v1/chat/completions"
+
+    @property
+    def base_url(self):
+        return self.url + "/v1"
+
+    def check(self, req):
+        auth = req["headers"].get("authorization", "")
+        if not auth.startswith("Bearer ") or len(auth) < 8:
+            return 401, "You didn't provide an API key."
+        if self.api_key and auth[7:] != self.api_key:
+            return 401, "Incorrect API key provided."
+        if not self.strict:
+            return None
+        b = req["json"]
+        if not isinstance(b, dict):
+            return 400, "We could not parse the JSON body of your request."
+        for k in ("model", "messages"):
+            if k not in b:
+                return 400, "Missing required parameter: '%s'." % k
+        for t in b.get("tools") or ():
+            f = t.get("function") if isinstance(t, dict) else None
+            if t.get("type") != "function" or not isinstance(f, dict) or "name" not in f:
+                return 400, "Invalid 'tools': each needs type 'function' and function.name."
+        return _check_openai_messages(b["messages"])
+
+    def render(self, r, req):
+        msg = {"role": "assistant", "content": r.text_ or None, "refusal": None}
+        if r.reasoning is not None:
+            if r.reasoning_in_tags:
+                msg["content"] = "<think>%s</think>%s" % (r.reasoning, r.text_ or "")
+            else:
+                msg["reasoning_content"] = r.reasoning
+        if r.calls:
+            msg["tool_calls"] = [{"id": _rid("call_"), "type": "function",
+                                  "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}}
+                                 for n, a in r.calls]
+        u = self._usage(r, req)
+        model = (req["json"] or {}).get("model") or self.model or "gpt-fake"
+        return {"id": _rid("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
+                "model": model, "system_fingerprint": None,
+                "choices": [{"index": 0, "message": msg, "logprobs": None,
+                             "finish_reason": _O_STOP.get(r.stop, r.stop)}],
+                "usage": {"prompt_tokens": u[0], "completion_tokens": u[1], "total_tokens": u[0] + u[1]}}
+
+    def error_body(self, r):
+        kind = r.err_kind or _O_ERR.get(r.status, "server_error")
+        return {"error": {"message": r.message or kind.replace("_", " "), "type": kind, "param": None,
+                          "code": r.code if r.code is not None else (kind if r.status == 429 else None)}}
+
+
+def _check_openai_messages(msgs):
+    if not isinstance(msgs, list) or not msgs:
+        return 400, "Invalid 'messages': empty array."
+    open_ids = []
+    for i, m in enumerate(msgs):
+        role = m.get("role")
+        if role not in ("system", "developer", "user", "assistant", "tool"):
+            return 400, "Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'tool'." % role
+        if role == "tool":
+            tid = m.get("tool_call_id")
+            if tid not in open_ids:
+                return 400, ("Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                             "message with 'tool_calls'.")
+            open_ids.remove(tid)
+            continue
+        if open_ids:
+            return 400, ("An assistant message with 'tool_calls' must be followed by tool messages responding "
+                         "to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s"
+                         % ", ".join(open_ids))
+        if role == "assistant":
+            calls = m.get("tool_calls") or []
+            for c in calls:
+                f = c.get("function") or {}
+                if c.get("type") != "function" or not isinstance(f.get("arguments"), str):
+                    return 400, "Invalid 'messages[%d].tool_calls': arguments must be a string." % i
+            open_ids = [c.get("id") for c in calls]
+            if len(set(open_ids)) != len(open_ids):
+                return 400, "Duplicate tool_call ids in messages[%d]." % i
+            if not calls and m.get("content") is None:
+                return 400, "Invalid 'messages[%d]': assistant content or tool_calls required." % i
+        elif m.get("content") is None:
+            return 400, "Invalid 'messages[%d].content': expected a string, got null." % i
+    if open_ids:
+        return 400, "The following tool_call_ids did not have response messages: %s" % ", ".join(open_ids)
+    return None

@@ -1,0 +1,254 @@
+"""Providers at the edge: internal messages -> each wire format, replies -> internal form,
+think-tag stripping, UTF-16 repair, retry timing, error texts, run-time switching."""
+import json
+
+from mimi import config
+from mimi.llm import anthropic, common, openai
+from mimi.tools import registry
+import mimi.llm as llm
+import support
+
+RUNTIMES = ("cpython", "micropython")
+
+HISTORY = [
+    {"role": "user", "content": "read two files", "ts": 1},
+    {"role": "assistant", "content": "Sure.", "ts": 2, "tool_calls": [
+        {"id": "t1", "name": "read_file", "input": {"path": "/data/a"}},
+        {"id": "t2", "name": "read_file", "input": {}, "error": "arguments were not valid JSON: x"}]},
+    {"role": "tool", "tool_call_id": "t1", "name": "read_file", "content": "AAA", "is_error": False, "ts": 3},
+    {"role": "tool", "tool_call_id": "t2", "name": "read_file", "content": "Error: bad args", "is_error": True,
+     "ts": 3},
+    {"role": "assistant", "content": "", "ts": 4},  # an empty turn: dropped
+    {"role": "assistant", "content": "A is AAA", "ts": 5},
+    {"role": "user", "content": "thanks \"quoted\" ü 😀", "ts": 6},
+]
+SYSTEM = "rules\n\t\"quotes\" \\ back ü 中文 😀\x01" * 40
+TOOL = registry.Tool("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}},
+                                                  "required": ["path"]}, lambda a, c: "x", "file")
+
+
+def _body(writer):
+    parts = []
+    writer(parts.append)
+    data = b"".join(p.encode() if isinstance(p, str) else bytes(p) for p in parts)
+    return json.loads(data)
+
+
+def test_anthropic_body():
+    p = anthropic.Provider("anthropic", "https://api.anthropic.com/", "sk-ant-FAKE", "claude-x")
+    assert p.url() == "https://api.anthropic.com/v1/messages"
+    h = p.headers()
+    assert h["x-api-key"] == "sk-ant-FAKE" and h["anthropic-version"] == "2023-06-01"
+    sysbuf = bytearray(SYSTEM.encode())
+    b = _body(p.writer(memoryview(sysbuf), HISTORY, [TOOL], 500))
+    assert b["model"] == "claude-x" and b["max_tokens"] == 500
+    assert b["system"] == SYSTEM
+    assert b["tools"] == [{"name": "read_file", "description": "Read a file", "input_schema": TOOL.schema}]
+    m = b["messages"]
+    assert [x["role"] for x in m] == ["user", "assistant", "user", "assistant", "user"]
+    assert m[0]["content"] == "read two files"
+    assert m[1]["content"][0] == {"type": "text", "text": "Sure."}
+    assert m[1]["content"][1] == {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "/data/a"}}
+    assert m[1]["content"][2]["input"] == {}
+    assert m[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "AAA"},
+        {"type": "tool_result", "tool_use_id": "t2", "content": "Error: bad args", "is_error": True}]
+    assert m[3]["content"] == [{"type": "text", "text": "A is AAA"}]
+    assert m[4]["content"] == "thanks \"quoted\" ü 😀"
+    assert "ts" not in json.dumps(m)
+
+
+def test_anthropic_user_text_after_results_joins_that_message():
+    msgs = HISTORY[:4] + [{"role": "user", "content": "and?"}]
+    b = _body(anthropic.Provider("a", "http://h", "k", "m").writer(None, msgs, None, 10))
+    m = b["messages"]
+    assert [x["role"] for x in m] == ["user", "assistant", "user"]
+    assert m[2]["content"][-1] == {"type": "text", "text": "and?"}
+    assert "system" not in b and "tools" not in b
+
+
+def test_openai_body():
+    p = openai.Provider("openai", "https://api.openai.com/v1/", "sk-FAKE", "gpt-x")
+    assert p.url() == "https://api.openai.com/v1/chat/completions"
+    assert p.headers()["authorization"] == "Bearer sk-FAKE"
+    assert "authorization" not in openai.Provider("ollama", "http://h/v1", "", "m", False).headers()
+    b = _body(p.writer(memoryview(SYSTEM.encode()), HISTORY, [TOOL], 300))
+    assert b["max_completion_tokens"] == 300 and "max_tokens" not in b
+    other = _body(openai.Provider("ollama", "http://h/v1", "", "m", False).writer(None, HISTORY[:1], None, 77))
+    assert other["max_tokens"] == 77 and other["messages"] == [{"role": "user", "content": "read two files"}]
+    assert b["tools"] == [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
+                                                            "parameters": TOOL.schema}}]
+    m = b["messages"]
+    assert [x["role"] for x in m] == ["system", "user", "assistant", "tool", "tool", "assistant", "user"]
+    assert m[0]["content"] == SYSTEM
+    calls = m[2]["tool_calls"]
+    assert calls[0] == {"id": "t1", "type": "function", "function": {"name": "read_file",
+                                                                      "arguments": '{"path": "/data/a"}'}
+                        } or json.loads(calls[0]["function"]["arguments"]) == {"path": "/data/a"}
+    assert isinstance(calls[1]["function"]["arguments"], str)
+    assert m[3] == {"role": "tool", "tool_call_id": "t1", "content": "AAA"}
+    assert m[5] == {"role": "assistant", "content": "A is AAA"}
+
+
+def test_anthropic_parse():
+    r = anthropic.parse({"content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Hi "},
+                                     {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}],
+                         "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 4,
+                                                              "cache_read_input_tokens": 5}})
+    assert r == {"text": "Hi", "tool_calls": [{"id": "toolu_1", "name": "f", "input": {"a": 1}}],
+                 "stop": "tool_use", "usage": (15, 4)}
+    for wire, ours in (("end_turn", "end"), ("stop_sequence", "end"), ("max_tokens", "max_tokens"),
+                       ("model_context_window_exceeded", "max_tokens"), ("refusal", "refusal"),
+                       ("pause_turn", "pause_turn"), ("something_new", "end")):
+        assert anthropic.parse({"content": [], "stop_reason": wire})["stop"] == ours
+    support.raises(common.LLMError, anthropic.parse, {"type": "error"})
+
+
+def _oai(msg, finish="stop", usage=None):
+    return {"choices": [{"index": 0, "message": msg, "finish_reason": finish}], "usage": usage}
+
+
+def test_openai_parse_tool_calls_reasoning_and_think():
+    r = openai.parse(_oai({"content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": [1, 2]}'}},
+        {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{oops"}},
+        {"type": "function", "function": {"name": "h", "arguments": ""}}]}, "tool_calls",
+        {"prompt_tokens": 9, "completion_tokens": 3}))
+    assert r["stop"] == "tool_use" and r["usage"] == (9, 3) and r["text"] == ""
+    c = r["tool_calls"]
+    assert c[0] == {"id": "c1", "name": "f", "input": {"x": [1, 2]}}
+    assert c[1]["input"] == {} and c[1]["error"].startswith("arguments were not valid JSON")
+    assert c[2] == {"id": "call_2", "name": "h", "input": {}}
+    r = openai.parse(_oai({"content": "", "reasoning_content": "the answer is 4"}))
+    assert r["text"] == "the answer is 4"
+    r = openai.parse(_oai({"content": "<think>plan\nsecret</think>\n\nHello!", "reasoning_content": "x"}))
+    assert r["text"] == "Hello!"
+    r = openai.parse(_oai({"content": "ok", "tool_calls": [{"id": "a", "function": {"name": "f",
+                                                                                      "arguments": "{}"}}]}))
+    assert r["stop"] == "tool_use"  # servers that say "stop" with tool calls
+    for wire, ours in (("length", "max_tokens"), ("content_filter", "refusal"), ("stop", "end")):
+        assert openai.parse(_oai({"content": "x"}, wire))["stop"] == ours
+    assert openai.parse(_oai({"content": "[1]"}))["usage"] == (0, 0)
+    support.raises(common.LLMError, openai.parse, {"error": "x"})
+
+
+def test_strip_think():
+    assert common.strip_think("a<think>x</think>b<think>y</think>c") == "abc"
+    assert common.strip_think("<think>never closed") == ""
+    assert common.strip_think("reasoning without opening</think>answer") == "answer"
+    assert common.strip_think("  plain  ") == "plain"
+    assert common.strip_think("") == ""
+
+
+def test_repair_utf16_pairs_left_by_micropython_json():
+    s = json.loads('"a\\ud83d\\ude00b\\u00e9"')
+    assert common.repair_utf16(s) == "a😀bé"
+    assert common.repair_utf16("plain é 中") == "plain é 中"
+    lone = json.loads('"x\\ud83dy"')
+    fixed = common.repair_utf16(lone)
+    assert fixed.encode() in (b"x\xef\xbf\xbdy", b"x?y")
+
+
+def test_parse_args():
+    assert common.parse_args('{"a": 1}') == ({"a": 1}, None)
+    assert common.parse_args("") == ({}, None)
+    assert common.parse_args(None) == ({}, None)
+    assert common.parse_args({"b": 2}) == ({"b": 2}, None)
+    v, err = common.parse_args("[1, 2]")
+    assert v == {} and "object" in err
+    v, err = common.parse_args('{"a": ')
+    assert v == {} and "not valid JSON" in err
+
+
+def test_backoff_follows_the_sdk_policy():
+    for attempt, hi in ((0, 500), (1, 1000), (2, 2000), (5, 8000), (9, 8000)):
+        for _ in range(20):
+            ms = common.backoff_ms(attempt)
+            assert hi * 3 // 4 - 1 <= ms <= hi, (attempt, ms)
+    assert common.retry_after_ms({"retry-after": "2"}) == 2000
+    assert common.retry_after_ms({"retry-after-ms": "150", "retry-after": "9"}) == 150
+    assert common.retry_after_ms({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
+    assert common.retry_after_ms({}) is None
+
+
+class _R:
+    def __init__(self, status, body, headers=None):
+        self.status = status
+        self.body = memoryview(body)
+        self.headers = headers or {}
+
+    def json(self):
+        return json.loads(bytes(self.body))
+
+
+def test_error_texts_and_retry_classes():
+    cases = [
+        (401, b'{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}', False,
+         "API key was rejected (401)"),
+        (403, b'{"error":{"type":"permission_error"}}', False, "(403)"),
+        (404, b'{"error":{"message":"model: claude-x"}}', False, "not found (404)"),
+        (400, b'{"error":{"type":"invalid_request_error","message":"max_tokens: too big"}}', False,
+         "refused (400): max_tokens: too big"),
+        (429, b'{"error":{"type":"insufficient_quota","code":"insufficient_quota"}}', False, "no credit"),
+        (429, b'{"error":{"type":"rate_limit_error"}}', True, "rate limited"),
+        (529, b'{"error":{"type":"overloaded_error"}}', True, "overloaded (529)"),
+        (500, b"<html>oops</html>", True, "server error (500)"),
+        (503, b"", True, "server error (503)"),
+        (408, b"", True, "(408)"),
+        (409, b"", True, "(409)"),
+    ]
+    for status, body, retry, text in cases:
+        e = common._status_error(_R(status, body), "anthropic")
+        assert e.retryable == retry, status
+        assert text in e.user_message, (status, e.user_message)
+        assert e.status == status
+    assert not common._status_error(_R(500, b"", {"x-should-retry": "false"}), "x").retryable
+    assert common._status_error(_R(400, b"", {"x-should-retry": "true"}), "x").retryable
+
+
+def test_switching_provider_model_and_base_url_persists():
+    support.fresh_flash()
+    llm.reset()
+    p = llm.current()
+    assert (p.name, p.protocol, p.base_url) == ("anthropic", "anthropic", "https://api.anthropic.com")
+    config.set("api_key", "sk-ant-FAKE-shared")
+    llm.set_key("sk-FAKE-openai", "openai")
+    p = llm.switch("openai")
+    assert (p.name, p.protocol, p.model) == ("openai", "openai", "gpt-4.1-mini")
+    assert p.headers()["authorization"] == "Bearer sk-FAKE-openai"
+    p = llm.switch(model="gpt-5")
+    assert p.model == "gpt-5"
+    config._cache.clear()  # as after a reboot
+    llm.reset()
+    assert (llm.current().name, llm.current().model) == ("openai", "gpt-5")
+    p = llm.switch("ollama", base_url="http://192.168.1.20:11434/v1")
+    assert p.base_url == "http://192.168.1.20:11434/v1" and p.model == "qwen3:8b"
+    assert "sk-" not in llm.describe()
+    p = llm.switch("anthropic")
+    assert p.base_url == "https://api.anthropic.com" and p.model == "claude-sonnet-4-5"
+    assert p.headers()["x-api-key"] == "sk-ant-FAKE-shared"  # no per-preset key: the shared one
+    e = support.raises(ValueError, llm.switch, "nope")
+    assert "unknown provider" in str(e)
+    e = support.raises(ValueError, llm.switch, "custom")
+    assert "base URL" in str(e)
+    support.raises(ValueError, llm.switch, None, None, "ftp://x")
+    assert llm.current().name == "anthropic"  # nothing changed by the refused switches
+    p = llm.switch("custom", "my-model", "https://llm.example.test/v1")
+    assert (p.protocol, p.url()) == ("openai", "https://llm.example.test/v1/chat/completions")
+    config.set("provider", "bogus")
+    llm.reset()
+    assert llm.current().name == "anthropic"
+
+
+def test_missing_key_is_a_clear_error_before_any_request():
+    support.fresh_flash()
+    llm.reset()
+    e = support.raises(common.LLMError, llm.current().chat, "sys", [{"role": "user", "content": "hi"}])
+    assert "no API key" in e.user_message
+
+
+def test_surrogate_escapes_are_detected_in_the_raw_reply():
+    for raw, want in ((b'{"t":"a\\ud83d\\ude00"}', True), (b'{"t":"\\uD83D\\uDE00"}', True),
+                      (b'{"t":"\\u00e9 \\ud7ff"}', False), (b'{"t":"plain"}', False), (b'\\ud', False)):
+        buf = bytearray(raw) + bytearray(8)
+        assert common._utf16_escapes(buf, len(raw)) == want, raw
