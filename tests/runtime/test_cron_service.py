@@ -36,7 +36,7 @@ def test_a_due_job_becomes_an_inbound_message_in_its_own_session():
     m = b.inbound.get(0)
     assert m["channel"] == "cron" and m["chat_id"] == "42" and m["job"] == "j3"
     assert m["session"] == "cron_j3" and m["reply_channel"] == "telegram"
-    assert m["text"] == "[scheduled job j3, daily at 08:00 (local)] morning briefing"
+    assert m["text"] == "[scheduled job j3, daily at 08:00 (local); your reply goes to this chat] morning briefing"
     assert st.marked == [("j3", now)]
 
 

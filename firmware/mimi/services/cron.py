@@ -7,7 +7,8 @@ and sets the next one (``daily`` jobs follow the owner's time zone). This module
 turns due jobs into inbound messages:
 
     {"channel": "cron", "chat_id": <the job's chat>, "session": "cron_<id>",
-     "text": "[scheduled job j3, daily at 08:00 (local)] <the job's text>", "job": "j3",
+     "text": "[scheduled job j3, daily at 08:00 (local); your reply goes to this chat] <the
+     job's text>", "job": "j3",
      "reply_channel": <the job's channel: "telegram" or "cli">}
 
 so each job talks in its own session and the reply reaches the chat the job names
@@ -89,5 +90,6 @@ def message(job):
     """The inbound message for ``job`` (a job dict from the store)."""
     jid = str(job.get("id"))
     return {"channel": "cron", "chat_id": str(job.get("chat_id")), "session": _session(jid),
-            "text": "[scheduled job %s, %s] %s" % (jid, _when(job), job.get("text", "")), "job": jid,
+            "text": "[scheduled job %s, %s; your reply goes to this chat] %s" % (jid, _when(job), job.get("text", "")),
+            "job": jid,
             "reply_channel": job.get("channel") or "telegram"}

@@ -16,7 +16,8 @@ TAG = "heartbeat"
 PROMPT = ("[heartbeat] Time for the periodic check. Open tasks in /data/HEARTBEAT.md:\n%s\n"
           "Do what is due now; tick a task that is finished by editing the file (- [x]). "
           "If nothing needs the owner's attention, reply with exactly HEARTBEAT_OK; "
-          "otherwise reply with what the owner should know.")
+          "otherwise reply with what the owner should know: your reply is sent to them "
+          "(no need for send_message).")
 
 
 def open_tasks(text, limit=None):
