@@ -299,6 +299,9 @@ def start():
     """Start the agent and I/O threads (and the watchdog). False when already running."""
     if state["running"]:
         return False
+    if any(t.get("alive") for t in state["threads"].values()):
+        log.warn(TAG, "a thread of the last run is still finishing its step; start again in a moment")
+        return False
     from mimi import boot
 
     if boot.state["safe"] and boot.state["reason"] == "Ctrl-C during boot":

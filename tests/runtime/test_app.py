@@ -270,3 +270,21 @@ def test_ctrl_c_during_boot_skips_the_app_until_started_by_hand():
     assert app.start() is True  # by hand: it runs after all
     app.stop()
     assert not boot.state["safe"]
+
+
+def test_stop_during_a_long_turn_and_no_second_agent_thread():
+    class Slow(Echo):
+        def handle(self, msg):
+            seam.sleep_ms(800)
+            Echo.handle(self, msg)
+
+    _setup(Slow)
+    app.start()
+    _ask("slow one")
+    seam.sleep_ms(100)
+    assert app.stop(100) is False  # the turn is still running
+    assert not app.running()
+    assert app.start() is False  # not while the old agent thread lives
+    assert _wait(lambda: not _alive("agent"), 3000)
+    assert app.start() is True
+    app.stop()
