@@ -630,3 +630,35 @@ def neopixel(n, count=1):
     import neopixel as _np
 
     return _np.NeoPixel(machine.Pin(n), count)
+
+
+# -- runtime: threads (issue 5; used by mimi.app) ------------------------------------
+
+
+def thread_stack_bytes(device_bytes):
+    """The stack to ask for where the device would use ``device_bytes``.
+
+    The unix port is 64-bit: its stack frames are about twice the ESP32's, and it
+    compiles ``.py`` imports in the thread that imports (the device runs precompiled or
+    frozen modules), so it gets four times the size (16 KB on the device segfaults there
+    when a thread imports a module). CPython ignores sizes below its own minimum.
+    """
+    if _RT == "unix":
+        return device_bytes * 4
+    return device_bytes
+
+
+def reset_cause():
+    """Why the board started: "power", "hard" (reset pin, ``machine.reset()``, a panic),
+    "watchdog", "soft" (Ctrl-D, mpremote), "deepsleep" or "unknown".
+
+    From ``machine.reset_cause()``; the host stand-in always says "power".
+    """
+    import machine
+
+    c = machine.reset_cause()
+    for name, attr in (("power", "PWRON_RESET"), ("hard", "HARD_RESET"), ("watchdog", "WDT_RESET"),
+                       ("soft", "SOFT_RESET"), ("deepsleep", "DEEPSLEEP_RESET")):
+        if getattr(machine, attr, None) == c:
+            return name
+    return "unknown"
