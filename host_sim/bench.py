@@ -115,15 +115,19 @@ def _kb(n):
 def report(heap, r):
     print("micropython -X heapsize=%s (%s), heap %s:" % (heap, r["runtime"], _kb(r["heap_total"])))
     print("  heap held after init (modules, 16 KB context, reply buffer): %s" % _kb(r["heap_after_init"]))
-    print("  firmware time per turn (CPU of the process): %.1f ms; wall %.1f ms with the fake's round trips "
-          "(mean of %d turns, half with a read_file call)" % (r["turn_cpu_ms"], r["turn_wall_us"] / 1000, r["turns"]))
-    if r["turns_failed"]:
-        print("  TURNS THAT FAILED (out of memory or another error): %d" % r["turns_failed"])
-    print("  peak GC heap during a turn: %s; the turn's own share: %s mean, %s max; between turns: %s"
-          % (_kb(r["peak_heap"]), _kb(r["peak_share_mean"]), _kb(r["peak_share_max"]), _kb(r["heap_between_turns"])))
     print("  context build: %.2f ms (%d bytes of system prompt)" % (r["context_build_us"] / 1000, r["context_bytes"]))
     print("  session load, last 20 messages: %.2f ms of a 100-line file, %.2f ms of a 100,000-line file"
           % (r["load_100_us"] / 1000, r["load_100000_us"] / 1000))
+    if r["turns_failed"]:
+        print("  TURNS THAT FAILED (out of memory or another error): %d of %d"
+              % (r["turns_failed"], r["turns"] + r["peak_turns"]))
+    if r["turns_failed"] >= r["turns"]:
+        print("  (no turn figures: too few turns succeeded)")
+        return
+    print("  firmware time per turn (CPU of the process): %.1f ms; wall %.1f ms with the fake's round trips "
+          "(mean of %d turns, half with a read_file call)" % (r["turn_cpu_ms"], r["turn_wall_us"] / 1000, r["turns"]))
+    print("  peak GC heap during a turn: %s; the turn's own share: %s mean, %s max; between turns: %s"
+          % (_kb(r["peak_heap"]), _kb(r["peak_share_mean"]), _kb(r["peak_share_max"]), _kb(r["heap_between_turns"])))
     print("  written to flash per turn: %d bytes mean (%d for a text turn, %d for a turn with a tool call); "
           "%.1f files replaced per turn" % (r["written_per_turn"], r["written_text_turn"], r["written_tool_turn"],
                                             r["renames_per_turn"]))

@@ -191,6 +191,7 @@ def figures(agent, b, turns, peak_turns):
     s.alive = False
     gc.collect()
     res["turns_failed"] = failed
+    res["peak_turns"] = peak_turns
     res["peak_heap"] = max(peaks)
     res["peak_share_mean"] = mean(shares)
     res["peak_share_max"] = max(shares)

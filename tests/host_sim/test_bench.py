@@ -30,9 +30,9 @@ def _soak(fake, heap):
     return r
 
 
-@pytest.mark.xfail(strict=False, reason="at the edge: the firmware holds about 205 KB of the 253 KB heap after "
-                   "init (modules compiled into RAM; see the import budget test), so whether every turn finds "
-                   "its blocks depends on the heap's layout; passes again once the heap diet lands")
+@pytest.mark.xfail(strict=False, reason="over budget: after init and a first turn the firmware holds about 220-260 "
+                   "KB of module bytecode, buffers and state (see the import budget test; python -m host_sim "
+                   "bench prints the figures); passes once the heap diet lands")
 def test_500_turns_run_in_a_256k_heap_without_running_out_of_memory(fake):
     _soak(fake, "256K")
 
