@@ -15,7 +15,7 @@ from host_sim import hostenv
 def test_sigint_stops_a_board_started_with_sigint_ignored(runtime, tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "host_sim", "run", "--flash", str(tmp_path), "--runtime", runtime],
                          cwd=hostenv.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     out = ""
     try:
         deadline = time.time() + 30
@@ -27,7 +27,7 @@ def test_sigint_stops_a_board_started_with_sigint_ignored(runtime, tmp_path):
         rest, _ = p.communicate(timeout=20)
     finally:
         if p.poll() is None:
-            os.kill(p.pid, signal.SIGKILL)
+            os.killpg(p.pid, signal.SIGKILL)  # the launcher and the board it started
             p.wait()
     assert p.returncode == 0, out + rest
     assert "Traceback" not in rest
