@@ -25,6 +25,7 @@ only, as MicroPython does, so a running assistant stops while files are copied.
 to this process's stdout.
 """
 import os
+import queue
 import select
 import signal
 import socket
@@ -61,6 +62,20 @@ class VBoard:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._listener = None
+        # Console output while nobody is connected goes to stdout through a bounded queue:
+        # if nobody reads our stdout either, it is dropped (as a UART drops what nobody
+        # reads) instead of stalling the board on a full pipe.
+        self._console = queue.Queue(256)
+        threading.Thread(target=self._write_console, daemon=True).start()
+
+    def _write_console(self):
+        while True:
+            data = self._console.get()
+            try:
+                sys.stdout.buffer.write(data)
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass
 
     # -- the board process -------------------------------------------------------------
 
@@ -102,8 +117,10 @@ class VBoard:
                     continue
                 except OSError:
                     self._drop_client(c)
-            sys.stdout.buffer.write(data)
-            sys.stdout.flush()
+            try:
+                self._console.put_nowait(data)
+            except queue.Full:
+                pass
         rc = proc.wait()
         with self._lock:
             self.master = None  # bytes typed meanwhile wait for the next power-on
