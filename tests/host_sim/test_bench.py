@@ -65,9 +65,15 @@ def test_the_figures_come_from_real_turns(fake, tmp_path):
     assert r["turns_failed"] == 0 and r["heap_total"] < 512 * 1024
 
 
+def test_the_whole_app_answers_a_long_reply_in_a_board_sized_heap_and_not_in_a_tiny_one():
+    pytest.importorskip("host_sim.fakes.telegram")
+    assert bench.app_answers(2048, 16384)  # a board with 2 MB PSRAM, the simulator's default
+    assert not bench.app_answers(256, 16384)  # the probe can fail: it is a measurement
+
+
 def test_the_command_prints_every_figure():
     p = subprocess.run([sys.executable, "-m", "host_sim", "bench", "--turns", "4", "--peak-turns", "2", "--soak", "0",
-                        "--smallest", "0", "--heaps", "512K"], cwd=hostenv.ROOT, capture_output=True, text=True, timeout=300)
+                        "--smallest", "0", "--app", "", "--heaps", "512K"], cwd=hostenv.ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     for what in ("firmware time per turn", "peak GC heap during a turn", "context build", "session load",
                  "100,000-line file", "written to flash per turn"):
