@@ -163,7 +163,7 @@ def app_answers(heap_kb, reply_bytes, timeout_s=60):
     from host_sim.fakes.llm import Reply
     from host_sim.harness import Sim
 
-    sim = Sim(runtime="micropython", heap="%dK" % heap_kb)
+    sim = Sim(runtime="micropython", heap="%dK" % heap_kb, boot_timeout_s=15)
     try:
         sim.start()
         sim.llm.script(Reply.text("Hello."))

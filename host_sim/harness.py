@@ -33,7 +33,7 @@ class Sim:
     """Fakes + one board process. ``start()``; ``reboot()``; ``stop()``."""
 
     def __init__(self, flash=None, runtime="cpython", provider="anthropic", heap=None, allowed=(CHAT,),
-                 model="fake-model", env=None, log_sink=None):
+                 model="fake-model", env=None, log_sink=None, boot_timeout_s=BOOT_TIMEOUT_S):
         self.flash = os.path.abspath(flash) if flash else tempfile.mkdtemp(prefix="mimi-sim-")
         self.runtime = runtime
         self.provider = provider
@@ -42,6 +42,7 @@ class Sim:
         self.model = model
         self.env_extra = dict(env or {})
         self.log_sink = log_sink  # fn(line str) for each console line, besides the file
+        self.boot_timeout_s = boot_timeout_s
         self.tg = None
         self.llm = None
         self.proc = None
@@ -89,8 +90,9 @@ class Sim:
             self.wait_polling(mark)
         return self
 
-    def wait_polling(self, mark=0, timeout_s=BOOT_TIMEOUT_S):
+    def wait_polling(self, mark=0, timeout_s=None):
         """Wait for the bot's first ``getUpdates`` after call number ``mark``."""
+        timeout_s = timeout_s or self.boot_timeout_s
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             if any(c.method == "getUpdates" for c in self.tg.calls[mark:]) or self._poll_started():
