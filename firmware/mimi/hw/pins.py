@@ -1,4 +1,4 @@
-"""Which GPIOs mimi may touch: one rule table per board profile, plus the owner's file.
+"""Which GPIOs mimi may touch: the ESP32-S3's rule table, plus the owner's file.
 
 ``check(pin)`` returns None (allowed), a warning (allowed, say why it is risky), or raises
 ``PinRefused`` (a ``ValueError``) whose message names the rule:
@@ -7,7 +7,9 @@
 Facts for the ESP32-S3 (Espressif's ESP-IDF GPIO page and ESP32-S3-DevKitC-1 user guide):
 GPIO0-21 and 26-48 exist; 26-32 are the module's SPI flash/PSRAM bus; 33-37 carry the
 octal flash/PSRAM lines on modules with octal PSRAM (R8, R8V); 19/20 are USB D-/D+;
-0, 3, 45 and 46 are strapping pins sampled at reset.
+0, 3, 45 and 46 are strapping pins sampled at reset; 43/44 are UART0 (the console).
+Every board mimi runs on is an ESP32-S3, so there is one table (``_MAP``/``_RULES``),
+whatever the ``board`` setting says.
 
 The owner narrows or widens the table in ``config.HW_POLICY_PATH`` (``/gpio.json``, at the
 flash root, outside ``/data``, so no tool can edit it; the owner copies it over USB with
@@ -26,34 +28,21 @@ A file that cannot be read, is not JSON, or has an unknown key refuses every pin
 import json
 import os
 
+from micropython import const
+
 from mimi import config, log, seam
 
-TAG = "pins"
-
-HARD = "hard"  # never, whatever the owner's file says
-REFUSE = "refuse"  # refused unless the owner's file allows the pin
-WARN = "warn"  # allowed, with a warning
-
-# (rule, action, pins, why). The first rule naming a pin decides. A rule whose name is a
-# flag of the policy (``octal_psram``) applies only while that flag is true.
-_S3_RULES = (
-    ("no_such_pin", HARD, (22, 23, 24, 25), "the ESP32-S3 has no GPIO22-25"),
-    ("flash", HARD, (26, 27, 28, 29, 30, 31, 32),
-     "wired to the module's SPI flash/PSRAM; driving it crashes the chip"),
-    ("octal_psram", HARD, (33, 34, 35, 36, 37),
-     "octal flash/PSRAM data lines on modules with octal PSRAM (N8R8, N16R8V, N32R8V)"),
-    ("usb", REFUSE, (19, 20), "USB D-/D+: the USB serial/JTAG console runs on them"),
-    ("strapping", WARN, (0, 3, 45, 46),
-     "strapping pin: its level at reset selects the boot mode, JTAG source or flash voltage; "
-     "keep it at its default level while the board resets"),
-    ("uart0", WARN, (43, 44), "UART0 TX/RX to the USB-to-UART bridge: the console on that port stops"),
-)
-
-# board profile -> (highest GPIO number, rules, default flags)
-PROFILES = {
-    "esp32-s3": (48, _S3_RULES, {"octal_psram": True}),
-}
-_KEYS = ("octal_psram", "allow", "deny", "only")
+_MAX_PIN = const(48)
+# The rule of each GPIO 0-48, one digit per pin: 0 free, n the n-th entry of _RULES.
+# 1-3 are hard (the owner's file cannot lift them; 3 only while octal_psram is true),
+# 4 is refused unless the owner allows the pin, 5-6 are allowed with a warning.
+_MAP = b"5005000000000000000440111122222223333300000665500"
+_RULES = ("no_such_pin:the ESP32-S3 has GPIO0-21 and 26-48 only|"
+          "flash:wired to the module's SPI flash/PSRAM; driving it crashes the chip|"
+          "octal_psram:octal flash/PSRAM lines on modules with octal PSRAM (N8R8, N16R8V)|"
+          "usb:USB D-/D+, the USB console runs on them|"
+          "strapping:strapping pin, its level at reset selects the boot mode; keep it at its default then|"
+          "uart0:UART0 TX/RX, the console on the USB-UART port stops")
 
 
 class PinRefused(ValueError):
@@ -61,99 +50,56 @@ class PinRefused(ValueError):
 
     def __init__(self, pin, rule, why):
         super().__init__("GPIO%s refused (rule %s): %s" % (pin, rule, why))
-        self.pin = pin
         self.rule = rule
 
 
-# The loaded policy: file stamp (size, mtime) or None, and the parsed overrides.
-_pol = {"stamp": -1, "flags": None, "allow": (), "deny": (), "only": None, "error": None}
+# The owner's file: its (size, mtime) when last read (-1: never, None: no file), and what
+# it said (a dict) or why it is broken (a str).
+_stamp = -1
+_pol = {}
 
 
-def profile_name(board=None):
-    """The profile for ``board`` (default: the configured board). Every board mimi runs on
-    is an ESP32-S3, so an unknown name falls back to ``esp32-s3``."""
-    b = (board or config.get("board") or "").lower()
-    for name in PROFILES:
-        if b.startswith(name):
-            return name
-    return "esp32-s3"
-
-
-def _profile():
-    return PROFILES[profile_name()]
-
-
-def _stamp():
-    try:
-        st = os.stat(seam.real_path(config.HW_POLICY_PATH))
-    except OSError:
-        return None
-    return (st[6], st[8])
-
-
-def parse(text, max_pin=48):
-    """Check policy file text; return the dict or raise ``ValueError`` naming the problem."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        raise ValueError("not valid JSON")
+def _valid(obj):
+    """``obj`` if it is a well-formed policy dict; else raise ``ValueError`` naming the key."""
     if not isinstance(obj, dict):
         raise ValueError("must be a JSON object")
     for k in obj:
-        if k not in _KEYS:
-            raise ValueError("unknown key '%s' (known: %s)" % (k, ", ".join(_KEYS)))
-    if "octal_psram" in obj and not isinstance(obj["octal_psram"], bool):
-        raise ValueError("octal_psram must be true or false")
-    for k in ("allow", "deny", "only"):
-        v = obj.get(k)
-        if v is None:
-            continue
-        if not isinstance(v, list):
-            raise ValueError("%s must be a list of pin numbers" % k)
-        for p in v:
-            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= max_pin:
-                raise ValueError("%s: %r is not a pin number 0-%d" % (k, p, max_pin))
+        v = obj[k]
+        if not (k == "octal_psram" and isinstance(v, bool) or k in ("allow", "deny", "only") and (
+                v is None or isinstance(v, list) and all(type(p) is int and 0 <= p <= _MAX_PIN for p in v))):
+            raise ValueError("bad '%s' (keys: octal_psram true/false; allow, deny, only: lists of GPIO 0-48)" % k)
     return obj
 
 
 def _load():
-    """Reload the owner's file when it changed (one ``stat`` per check)."""
-    stamp = _stamp()
-    if stamp == _pol["stamp"]:
-        return
-    max_pin, _, defaults = _profile()
-    flags = dict(defaults)
-    _pol.update(stamp=stamp, flags=flags, allow=(), deny=(), only=None, error=None)
-    if stamp is None:
-        return
+    """The owner's policy, read again when the file changed (one ``stat`` per call)."""
+    global _stamp, _pol
+    path = seam.real_path(config.HW_POLICY_PATH)
     try:
-        if stamp[0] > config.HW_POLICY_MAX_BYTES:
-            raise ValueError("over %d bytes" % config.HW_POLICY_MAX_BYTES)
-        with open(seam.real_path(config.HW_POLICY_PATH), "rb") as f:
-            obj = parse(f.read(config.HW_POLICY_MAX_BYTES).decode(), max_pin)
-    except (OSError, ValueError) as e:  # UnicodeError is a ValueError
-        _pol["error"] = "%s: %s; fix or delete the file" % (config.HW_POLICY_PATH, e)
-        log.error(TAG, "%s: every pin refused", _pol["error"])
-        return
-    if "octal_psram" in obj:
-        flags["octal_psram"] = obj["octal_psram"]
-    _pol["allow"] = tuple(obj.get("allow") or ())
-    _pol["deny"] = tuple(obj.get("deny") or ())
-    if obj.get("only") is not None:
-        _pol["only"] = tuple(obj["only"])
-    log.info(TAG, "policy file loaded: %s", config.HW_POLICY_PATH)
+        st = os.stat(path)
+        stamp = (st[6], st[8])
+    except OSError:
+        stamp = None
+    if stamp != _stamp:
+        _stamp = stamp
+        _pol = {}
+        try:
+            if stamp:
+                if stamp[0] > config.HW_POLICY_MAX_BYTES:
+                    raise ValueError("over %d bytes" % config.HW_POLICY_MAX_BYTES)
+                with open(path) as f:
+                    _pol = _valid(json.loads(f.read()))
+                log.info("pins", "policy file loaded")
+        except (OSError, ValueError) as e:  # UnicodeError is a ValueError
+            _pol = "%s: %s; fix or delete the file" % (config.HW_POLICY_PATH, e)
+            log.error("pins", "%s: every pin refused", _pol)
+    return _pol
 
 
 def reload():
     """Forget the loaded policy; the next check reads the file again."""
-    _pol["stamp"] = -1
-
-
-def _rule(pin):
-    for rule, action, pins, why in _profile()[1]:
-        if pin in pins and _pol["flags"].get(rule, True):
-            return (rule, action, why)
-    return None
+    global _stamp
+    _stamp = -1
 
 
 def check(pin):
@@ -162,64 +108,58 @@ def check(pin):
     Returns None when allowed, a warning str when allowed with a risk; raises
     ``PinRefused`` naming the rule otherwise. Reads the owner's file when it changed.
     """
-    _load()
-    return _decide(pin)
-
-
-def _decide(pin):
-    max_pin = _profile()[0]
-    if isinstance(pin, bool) or not isinstance(pin, int) or not 0 <= pin <= max_pin:
-        raise PinRefused(pin, "no_such_pin", "GPIO numbers on this chip are 0-%d" % max_pin)
-    if _pol["error"]:
-        raise PinRefused(pin, "policy_file", _pol["error"])
-    r = _rule(pin)
-    if r and r[1] == HARD:
-        raise PinRefused(pin, r[0], r[2])
-    if pin in _pol["deny"]:
-        raise PinRefused(pin, "owner_deny", "the owner's %s denies it" % config.HW_POLICY_PATH)
-    if _pol["only"] is not None and pin not in _pol["only"]:
-        raise PinRefused(pin, "owner_only", "the owner's %s allows only GPIO %s"
-                         % (config.HW_POLICY_PATH, _ranges(_pol["only"])))
-    if r and pin not in _pol["allow"]:
-        if r[1] == REFUSE:
-            raise PinRefused(pin, r[0], r[2] + " (the owner may allow it in %s)" % config.HW_POLICY_PATH)
-        return "GPIO%d (rule %s): %s" % (pin, r[0], r[2])
+    pol = _load()
+    code = 1
+    if type(pin) is int and 0 <= pin <= _MAX_PIN:
+        code = _MAP[pin] - 48
+    if code != 1 and isinstance(pol, str):
+        raise PinRefused(pin, "policy_file", pol)
+    if code == 3 and not pol.get("octal_psram", True):
+        code = 0
+    if code:
+        rule, why = _RULES.split("|")[code - 1].split(":", 1)
+        if code < 4:
+            raise PinRefused(pin, rule, why)
+    path = config.HW_POLICY_PATH
+    if pin in (pol.get("deny") or ()):
+        raise PinRefused(pin, "owner_deny", "the owner's %s denies it" % path)
+    only = pol.get("only")
+    if only is not None and pin not in only:
+        raise PinRefused(pin, "owner_only", "the owner's %s allows only GPIO %s" % (path, _ranges(only)))
+    if code and pin not in (pol.get("allow") or ()):
+        if code == 4:
+            raise PinRefused(pin, rule, "%s (the owner may allow it in %s)" % (why, path))
+        return "GPIO%d (rule %s): %s" % (pin, rule, why)
     return None
 
 
 def _ranges(pins):
     """``(0, 1, 2, 5)`` -> ``"0-2, 5"``."""
-    ps = sorted(pins)
     out = []
-    i = 0
-    while i < len(ps):
-        j = i
-        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
-            j += 1
-        out.append(str(ps[i]) if i == j else "%d-%d" % (ps[i], ps[j]))
-        i = j + 1
-    return ", ".join(out)
+    for p in sorted(pins):
+        if out and out[-1][1] == p - 1:
+            out[-1][1] = p
+        else:
+            out.append([p, p])
+    return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in out)
 
 
 def summary():
     """The policy in a few lines: allowed pins, then each refused or warned group with its rule."""
-    refused = {}
-    warned = []
     ok = []
-    _load()
-    for p in range(_profile()[0] + 1):
+    warned = []
+    refused = {}
+    for p in range(_MAX_PIN + 1):
         try:
-            w = _decide(p)
+            if check(p):
+                warned.append(p)
+            ok.append(p)
         except PinRefused as e:
             refused.setdefault(e.rule, []).append(p)
-            continue
-        ok.append(p)
-        if w:
-            warned.append(p)
-    lines = ["allowed: GPIO %s" % (_ranges(ok) or "none")]
+    lines = ["allowed: GPIO " + (_ranges(ok) or "none")]
     if warned:
-        lines.append("allowed with a warning: %s" % _ranges(warned))
-    for rule in sorted(refused, key=lambda r: refused[r][0]):  # dict order differs by runtime
+        lines.append("allowed with a warning: " + _ranges(warned))
+    for p, rule in sorted((refused[r][0], r) for r in refused):  # dict order differs by runtime
         lines.append("refused (%s): %s" % (rule, _ranges(refused[rule])))
     return "\n".join(lines)
 
@@ -230,8 +170,7 @@ def save(obj):
     Atomic (temporary file, then rename). Raises ``ValueError`` naming the problem, and
     then the old file stays as it was.
     """
-    text = json.dumps(obj)
-    parse(text, _profile()[0])
+    text = json.dumps(_valid(obj))
     path = seam.real_path(config.HW_POLICY_PATH)
     with open(path + ".tmp", "w") as f:
         f.write(text)
