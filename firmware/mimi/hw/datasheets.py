@@ -19,9 +19,10 @@ the kind: ``in``/``input`` (a button or sensor: read, never switched) or
 ``ws2812``/``neopixel`` (an addressable RGB LED); anything else is a plain output.
 
 The index (``index()``) is a list ``[stamp, files, chunks, aliases]``:
+- ``stamp``: ``[(name, size, mtime)]`` of the files, to see when the folder changed;
 - ``files``: ``[(device path, board or None for every board)]``;
 - ``chunks``: an ``array("i")`` of 4 ints per chunk ``i`` at ``4 * i``: file number
-  (plus ``ALIASES``, 128, for a Pin Aliases section), offset, length in bytes, offset of
+  (plus 128 for a Pin Aliases section), offset, length in bytes, offset of
   its section's heading line (-1: none);
 - ``aliases``: ``{board or None: {alias: (pin, kind)}}``.
 It is rebuilt when a file in the folder is added, removed, or changes size or time (one
@@ -30,155 +31,113 @@ It is rebuilt when a file in the folder is added, removed, or changes size or ti
 import array
 import os
 
-from micropython import const
-
 from mimi import config, log, seam
 
-ALIASES = const(128)  # chunk flag: a Pin Aliases section (given as aliases, not as docs)
-_HEAD_MAX = const(160)  # bytes of a heading shown before a continued chunk
-
-_idx = [None]
+_idx = []  # [the index] once built
 _lock = seam.allocate_lock()  # held while the index is built and while chunks are read
+forget = _idx.clear  # forget(): drop the index (tests; the next use rebuilds it)
 
 
 def index():
-    """The current index (see the module doc), rebuilt when the folder changed."""
+    """The current index (see the module doc), rebuilt when the folder changed.
+
+    A file that cannot be read is logged and skipped, keeping the chunks read so far.
+    """
     folder = seam.real_path(config.DATASHEETS_DIR)
     stamp = []
     try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        names = ()
-    for n in names:
-        if n.lower().endswith((".md", ".txt")) and len(stamp) < config.HW_MAX_FILES:
-            try:
-                st = os.stat(folder + "/" + n)
-            except OSError:
-                continue
-            if not st[0] & 0x4000:  # not a folder
+        for n in sorted(os.listdir(folder)):
+            st = os.stat(folder + "/" + n)
+            if n.lower().endswith((".md", ".txt")) and not st[0] & 0x4000 and len(stamp) < config.HW_MAX_FILES:
                 stamp.append((n, st[6], st[8]))
+    except OSError:  # no folder (no datasheets), or a file removed while listing
+        pass
     with _lock:
-        ix = _idx[0]
-        if ix is None or ix[0] != stamp:
-            _idx[0] = None
-            seam.collect()
-            ix = [stamp, [], array.array("i"), {}]
-            for n, _, _ in stamp:
-                _scan(ix, n)
-            _idx[0] = ix
-            n = len(ix[2]) // 4
-            log.info("hw", "datasheets: %d files, %d chunks%s", len(stamp), n,
-                     " (full: the rest is not searched)" if n >= config.HW_MAX_CHUNKS else "")
+        if _idx and _idx[0][0] == stamp:
+            return _idx[0]
+        _idx.clear()
+        seam.collect()
+        ix = [stamp, [], array.array("i"), {}]
+        cap = config.HW_CHUNK_MAX_BYTES
+        for fi in range(len(stamp)):
+            board = stamp[fi][0].rsplit(".", 1)[0].lower()
+            if board == "generic":
+                board = None
+            path = config.DATASHEETS_DIR + "/" + stamp[fi][0]
+            ix[1].append((path, board))
+            al = ix[3].setdefault(board, {})
+            # the chunk being built starts at `start`, in the section whose heading is at
+            # `head`, its last blank line ends at `blank`; `text`: it holds more than blank lines
+            start = off = 0
+            head = blank = -1
+            text = fence = False
+            flag = 0  # 128 in a Pin Aliases section
+            try:
+                f = open(seam.real_path(path), "rb")
+            except OSError as e:
+                log.exc("hw", path, e)
+                continue
+            with f:
+                while True:
+                    line = f.readline(cap)
+                    n = len(line)
+                    if n == cap and line[-1] != 10:  # a piece of a long line: end it before its last character
+                        k = n - 1
+                        while k and line[k] & 0xC0 == 0x80:
+                            k -= 1
+                        if k:
+                            n = k
+                            line = line[:k]
+                            f.seek(off + k)
+                    s = line.strip()
+                    if len(s) > 2 and s[0] == s[1] == s[2] == 96:  # ```
+                        fence = not fence
+                    h = 0
+                    while h < n and line[h] == 35:  # #
+                        h += 1
+                    heading = not fence and 0 < h < 7 and h < n and line[h] in (32, 9)
+                    if not line or heading or off + n - start > cap:
+                        # a heading or the end closes the chunk; over the cap, it ends at its
+                        # last blank line when the rest fits in the next one, else before this line
+                        at = blank if blank > start and off + n - blank <= cap and line and not heading else off
+                        if text and at > start and len(ix[2]) < 4 * config.HW_MAX_CHUNKS:
+                            ix[2].extend((fi | flag, start, at - start, head))
+                        text = at < off
+                        start = at
+                        blank = -1
+                    if not line:
+                        break
+                    if heading:
+                        head = off
+                        text = True
+                        s = s.lower()
+                        flag = 128 if "pin alias".encode() in s or "脚别名".encode() in s else 0
+                    elif not s:
+                        blank = off + n
+                    else:
+                        text = True
+                        if flag and not fence:  # an alias, maybe: "| name | pin | kind |", "- name: pin kind", "name = pin"
+                            try:
+                                s = s.decode().lstrip("-*+ ")
+                            except UnicodeError:
+                                s = ""
+                            if s[:1] == "|":
+                                s = s.strip("|").replace("|", ":", 1)
+                            i = s.find(":")
+                            k = s.find("=")
+                            if k > 0 and (i < 1 or k < i):
+                                i = k
+                            p = parse_pin(s[i + 1:]) if i > 0 else None
+                            a = norm_alias(s[:i])
+                            if p is not None and a and len(a) <= 40:
+                                w = s[i + 1:].lower().replace(",", " ").replace("(", " ").replace(")", " ").split()
+                                al[a] = (p, "in" if "in" in w or "input" in w else
+                                         "ws2812" if "ws2812" in w or "neopixel" in w else "out")
+                    off += n
+        _idx.append(ix)
+        log.info("hw", "datasheets: %d files, %d chunks (at most %d)", len(stamp), len(ix[2]) // 4,
+                 config.HW_MAX_CHUNKS)
         return ix
-
-
-def forget():
-    """Drop the index (tests; the next use rebuilds it)."""
-    _idx[0] = None
-
-
-def _scan(ix, name):
-    """Add file ``name``'s chunks and aliases to ``ix``. A file that cannot be read is skipped."""
-    fi = len(ix[1])
-    board = name.rsplit(".", 1)[0].lower()
-    if board == "generic":
-        board = None
-    path = config.DATASHEETS_DIR + "/" + name
-    ix[1].append((path, board))
-    al = ix[3].setdefault(board, {})
-    chunks = ix[2]
-    cap = config.HW_CHUNK_MAX_BYTES
-    try:
-        f = open(seam.real_path(path), "rb")
-    except OSError as e:
-        log.exc("hw", path, e)
-        return
-    # the chunk being built starts at `start`, in the section whose heading is at `head`,
-    # its last blank line ends at `blank`; `text`: it holds more than blank lines
-    start = off = 0
-    head = blank = -1
-    text = fence = False
-    flag = 0
-    with f:
-        while True:
-            line = f.readline(cap)
-            n = len(line)
-            if n == cap and line[-1] != 10:  # a piece of a long line: end it before its last character
-                k = n - 1
-                while k and line[k] & 0xC0 == 0x80:
-                    k -= 1
-                if k:
-                    n = k
-                    line = line[:n]
-                    f.seek(off + n)
-            s = line.strip()
-            if s[:3] == b"```":
-                fence = not fence
-            h = 0
-            while h < n and line[h] == 35:  # '#'
-                h += 1
-            heading = not fence and 0 < h <= 6 and h < n and line[h] in (32, 9)
-            cuts = ()
-            if not line or heading:
-                cuts = (off,)
-            elif off + n - start > cap:  # over the cap: cut at the last blank line, else here
-                cuts = (blank, off) if blank > start else (off,)
-            for at in cuts:
-                if off + n - start <= cap and at != off and not heading:
-                    continue  # the cut at the blank line was enough
-                if text and at > start:
-                    if len(chunks) < 4 * config.HW_MAX_CHUNKS:  # index() says when it is full
-                        chunks.extend((fi | flag, start, at - start, head))
-                text = at < off  # lines after a blank-line cut go on in the next chunk
-                start = at
-                blank = -1
-            if not line:
-                return
-            if heading:
-                head = off
-                text = True
-                flag = ALIASES if b"pin alias" in line.lower() or "脚别名".encode() in line else 0
-            elif not s:
-                blank = off + n
-            else:
-                text = True
-                if flag and not fence:
-                    _alias(line, al)
-            off += n
-
-
-def _alias(line, al):
-    """One line of a Pin Aliases section into ``al`` (alias -> (pin, kind)), if it is one."""
-    try:
-        s = line.decode().strip()
-    except UnicodeError:
-        return
-    if s[:1] == "|":
-        cells = s.strip("|").split("|")
-        name = cells[0]
-        rest = " ".join(cells[1:])  # the pin, then the kind
-    else:
-        if s[:2] in ("- ", "* ", "+ "):
-            s = s[2:]
-        i = s.find(":")
-        j = s.find("=")
-        if j > 0 and (i < 1 or j < i):
-            i = j
-        if i < 1:
-            return
-        name = s[:i]
-        rest = s[i + 1:]
-    p = parse_pin(rest)
-    a = norm_alias(name)
-    if p is None or not a or len(a) > 40:
-        return
-    kind = "out"
-    for w in rest.lower().split():
-        w = w.strip("()[],.;")
-        if w in ("in", "input", "ws2812", "neopixel", "sk6812", "out", "output"):
-            kind = "in" if w[0] == "i" else "out" if w[0] == "o" else "ws2812"
-            break
-    al[a] = (p, kind)
 
 
 def parse_pin(text):
@@ -191,9 +150,9 @@ def parse_pin(text):
     n = 0
     while n < len(s) and "0" <= s[n] <= "9":
         n += 1
-    if n == 0 or n > 3 or (n < len(s) and s[n] not in " \t(,;."):
-        return None  # "4`, ..." in prose is not a pin
-    return int(s[:n])
+    if 0 < n < 4 and (n == len(s) or s[n] in " \t(,;.|"):
+        return int(s[:n])
+    return None  # "4`, ..." in prose is not a pin
 
 
 def norm_alias(text):
@@ -228,11 +187,11 @@ def text(ix, i):
         with open(seam.real_path(ix[1][fi & 127][0]), "rb") as f:
             if 0 <= head != off:
                 f.seek(head)
-                h = f.readline(_HEAD_MAX)
-                k = len(h) - 1  # drop the last character: the newline, or one the cap cut
-                while k > 0 and h[k] & 0xC0 == 0x80:
+                b = f.readline(160)  # a long heading is cut
+                k = len(b) - 1  # drop its last character: the newline, or one the cut split
+                while k > 0 and b[k] & 0xC0 == 0x80:
                     k -= 1
-                h = h[:k].decode().rstrip() + " (continued)\n"
+                h = b[:k].decode().rstrip() + " (continued)\n"
             f.seek(off)
             return h + f.read(n).decode()
     except (OSError, UnicodeError):

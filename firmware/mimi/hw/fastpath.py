@@ -20,11 +20,12 @@ policy refuses gets a reply naming the rule. Every reply names the alias and the
 from mimi import config, log
 from mimi.hw import datasheets
 
-# Words between spaces: dropped anywhere, dropped at the end; in a message, a sign it is
-# not a plain command (questions, negations).
-_DROP = " please pls plz the my "
-_TAIL = " now thanks thx "
+# Words dropped anywhere; signs that a message is not a plain command (questions, negations).
+_DROP = " please pls plz the my now thanks thx "
 _NOT = "?|？|吗|don't|dont|do not|never|not |不要|别|不用|没"
+# The replies, English and Chinese: done, not done (refused or failed), an input.
+_SAY = ("Turned %s %s.|I did not switch %s: %s|%s is an input; I can read it but not switch it. It reads %s now.",
+        "已%s %s。|没有操作 %s：%s|%s 是输入，只能读取，不能开关。现在读数：%s。")
 
 
 def parse(text, known):
@@ -32,51 +33,36 @@ def parse(text, known):
     "toggle", or None when it is not a plain command on an alias in ``known`` (a dict or
     list of aliases)."""
     t = text.strip().lower()
-    if not t or len(t) > config.HW_FASTPATH_MAX_CHARS:
+    if len(t) > config.HW_FASTPATH_MAX_CHARS:
         return None
     for n in _NOT.split("|"):
         if n in t:
             return None
-    # English
-    w = [x.strip(".!") for x in t.replace(",", " ").split()]
-    w = [x for x in w if x and " %s " % x not in _DROP]
-    while w and " %s " % w[-1] in _TAIL:
-        w.pop()
-    act = None
-    if len(w) > 1:
-        if w[0] == "toggle":
-            act = w.pop(0)
-        elif w[:2] == ["shut", "off"]:
-            act = "off"
-            w = w[2:]
-        else:
-            if w[0] in ("turn", "switch", "power"):
-                w = w[1:]
-                if w[0] in ("on", "off"):
-                    act = w.pop(0)
-            if not act and len(w) > 1 and w[-1] in ("on", "off"):
-                act = w.pop()
+    # English: [turn|switch|power|shut] on|off|toggle ALIAS, or [turn|...] ALIAS on|off
+    w = []
+    for x in t.replace(",", " ").replace(".", " ").replace("!", " ").split():
+        if " %s " % x not in _DROP:
+            w.append(x)
+    if w and " %s " % w[0] in " turn switch power shut ":
+        w.pop(0)
+    act = w and (w.pop(0) if w[0] in ("on", "off", "toggle") else w.pop() if w[-1] in ("on", "off") else None)
     if act and "_".join(w) in known:
         return (act, "_".join(w), False)
     # Chinese: polite words and 把 off the front, particles off the end, then the verb
-    s = "".join(ch for ch in t if ch not in " \t。！!，,.~～")
-    more = True
-    while more:
-        more = False
+    s = t
+    for x in " \t。！!，,.~～":
+        s = s.replace(x, "")
+    for _ in range(3):  # a few polite words, a few particles
         for x in "请 帮我 麻烦 给我 把".split():
             if s.startswith(x) and len(s) > len(x):
                 s = s[len(x):]
-                more = True
         for x in "一下 吧 了 啦 呀 哦".split():
             if s.endswith(x) and len(s) > len(x):
                 s = s[:-len(x)]
-                more = True
     for v in "打开 开启 开 关闭 关掉 关上 关".split():  # longest first
-        act = "off" if v[0] == "关" else "on"
-        if s.startswith(v) and s[len(v):] in known:
-            return (act, s[len(v):], True)
-        if s.endswith(v) and s[:-len(v)] in known:
-            return (act, s[:-len(v)], True)
+        for a in (s[len(v):] if s.startswith(v) else None, s[:-len(v)] if s.endswith(v) else None):
+            if a in known:
+                return ("off" if v[0] == "关" else "on", a, True)
     return None
 
 
@@ -100,37 +86,34 @@ def try_handle(msg, denied_groups=None):
                 denied_groups = denied_groups(msg)
             except ImportError:
                 denied_groups = ("gpio",) if msg.get("is_group") else ()
-        if "gpio" in (denied_groups or ()):
-            return None
         text = msg.get("text") if is_dict else msg
-        known = isinstance(text, str) and datasheets.aliases()
+        known = "gpio" not in (denied_groups or ()) and isinstance(text, str) and datasheets.aliases()
         cmd = known and parse(text, known)
         if not cmd:
             return None
         act, alias, zh = cmd
         pin, kind = known[alias]
+        say = _SAY[zh].split("|")
         from mimi.hw import gpio  # only once a command matched: most messages never need it
 
         where = "%s (GPIO%d)" % (alias.replace("_", " "), pin)
         try:
             if kind == "in":
-                v = gpio.read(pin)[1]
-                return ("%s is an input; I can read it but not switch it. It reads %s now." % (where, v),
-                        "%s 是输入，只能读取，不能开关。现在读数：%s。" % (where, v))[zh]
+                return say[2] % (where, gpio.read(pin)[1])
             if act == "toggle":  # what mimi drives; a pin it never set counts as off
                 st = gpio.state(pin)
-                lit = st and st[0] != "in" and (st[1][0] if st[0] == "pwm" else st[1] not in (0, (0, 0, 0)))
-                act = "off" if lit else "on"
+                act = "off" if st and st[0] != "in" and (st[1][0] if st[0] == "pwm" else st[1] not in (0, (0, 0, 0))) \
+                    else "on"
             if kind == "ws2812":
                 warn = gpio.rgb(pin, *(config.HW_RGB_ON if act == "on" else (0, 0, 0)))
             else:
                 warn = gpio.write(pin, act == "on")[1]
         except (ValueError, OSError) as e:  # a refused pin (PinRefused) names its rule
             log.warn("fast", "%s: %s", alias, e)
-            return ("I did not switch %s: %s" % (where, e), "没有操作 %s：%s" % (where, e))[zh]
-        log.info("fast", "%s GPIO%d %s", alias, pin, act)
-        r = ("Turned %s %s." % (where, act), "已%s %s。" % ("打开" if act == "on" else "关闭", where))[zh]
-        return r + "\n(%s)" % warn if warn else r
+            return say[1] % (where, e)
+        log.info("fast", "%s: %s", where, act)
+        say = say[0] % (((act == "on" and "打开") or "关闭", where) if zh else (where, act))
+        return say + "\n(%s)" % warn if warn else say
     except Exception as e:  # noqa: BLE001 - a fast-path failure must never cost the message
         log.exc("fast", "fast path", e)
         return None

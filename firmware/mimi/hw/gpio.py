@@ -12,23 +12,13 @@ Every action asks ``mimi.hw.pins.check`` first (a refused pin raises ``PinRefuse
 States: ``(mode, value)`` with mode ``"out"`` (value 0/1), ``"in"`` (0/1), ``"pwm"``
 (``(duty_pct, freq_hz)``) or ``"rgb"`` (``(r, g, b)``).
 """
-from micropython import const
-
 from mimi import config, seam
 from mimi.hw import pins
-
-_CHANNELS = const(8)  # LEDC channels on the ESP32-S3
-_TIMERS = const(4)  # LEDC timers: at most 4 different frequencies at once
 
 # pin -> [mode, PWM or NeoPixel or None, value (level, pull, (duty, freq) or (r, g, b))]
 _pins = {}
 _lock = seam.allocate_lock()
-
-
-def _release(pin):
-    st = _pins.pop(pin, None)
-    if st and st[0] == "pwm":
-        st[1].deinit()
+_BAD = "bad value: level 0/1, pull up/down/none, duty 0-100 (%), freq_hz 1-40000, r/g/b 0-255"
 
 
 def write(pin, level):
@@ -37,10 +27,10 @@ def write(pin, level):
     Returns ``(read_back, warning or None)``. Raises ``PinRefused`` or ``ValueError``.
     """
     if level not in (0, 1):  # True/False are 1/0
-        raise ValueError("level must be 0 or 1")
+        raise ValueError(_BAD)
     warn = pins.check(pin)
     with _lock:
-        _release(pin)
+        reset(pin)
         p = seam.pin(pin, "out", value=int(level))  # value= sets the level before the driver turns on
         _pins[pin] = ["out", None, int(level)]
         return (p.value(), warn)
@@ -54,7 +44,7 @@ def read(pin, pull=None):
     Returns ``(mode, value, warning or None)``; see the module doc for the values.
     """
     if pull not in (None, "up", "down", "none"):
-        raise ValueError("pull must be up, down or none")
+        raise ValueError(_BAD)
     warn = pins.check(pin)
     with _lock:
         st = _pins.get(pin)
@@ -77,25 +67,26 @@ def pwm(pin, duty_pct, freq_hz=None):
     """
     if freq_hz is None:
         freq_hz = config.HW_PWM_FREQ_DEFAULT_HZ
-    if type(duty_pct) not in (int, float) or not 0 <= duty_pct <= 100:
-        raise ValueError("duty must be 0-100 (%)")
-    if type(freq_hz) is not int or not 1 <= freq_hz <= config.HW_PWM_FREQ_MAX_HZ:
-        raise ValueError("frequency must be 1-%d Hz" % config.HW_PWM_FREQ_MAX_HZ)
+    if type(duty_pct) not in (int, float) or not 0 <= duty_pct <= 100 or type(freq_hz) is not int or \
+            not 1 <= freq_hz <= config.HW_PWM_FREQ_MAX_HZ:
+        raise ValueError(_BAD)
     warn = pins.check(pin)
     duty = int(duty_pct * 655.35 + 0.5)  # duty_u16
     with _lock:
-        freqs = [st[2][1] for p, st in _pins.items() if st[0] == "pwm" and p != pin]
-        if len(freqs) >= _CHANNELS:
-            raise ValueError("all %d PWM channels are in use; stop one with a 0/1 write" % _CHANNELS)
-        if freq_hz not in freqs and len(set(freqs)) >= _TIMERS:
-            raise ValueError("the %d PWM timers are busy with %s Hz; use one of those" % (_TIMERS, sorted(set(freqs))))
+        freqs = []  # of the other PWM pins
+        for p in _pins:
+            if _pins[p][0] == "pwm" and p != pin:
+                freqs.append(_pins[p][2][1])
+        if len(freqs) > 7 or freq_hz not in freqs and len(set(freqs)) > 3:
+            raise ValueError("the chip's 8 PWM channels and 4 timers (frequencies) are taken: %s Hz; stop one "
+                             "with a 0/1 write" % freqs)
         st = _pins.get(pin)
         if st and st[0] == "pwm":
             if st[2][1] != freq_hz:
                 st[1].freq(freq_hz)
             st[1].duty_u16(duty)
         else:
-            _release(pin)
+            reset(pin)
             st = _pins[pin] = ["pwm", seam.pwm(pin, freq_hz, duty), None]
         st[2] = (duty_pct, freq_hz)
     return warn
@@ -109,12 +100,12 @@ def rgb(pin, r, g, b):
     c = (r, g, b)
     for v in c:
         if type(v) is not int or not 0 <= v <= 255:
-            raise ValueError("colour values must be 0-255")
+            raise ValueError(_BAD)
     warn = pins.check(pin)
     with _lock:
         st = _pins.get(pin)
         if not st or st[0] != "rgb":
-            _release(pin)
+            reset(pin)
             st = _pins[pin] = ["rgb", seam.neopixel(pin), None]
         st[1][0] = st[2] = c
         st[1].write()
@@ -133,50 +124,52 @@ def read_all():
 
     Pins mimi never touched are left alone (listing them is ``pins.summary()``'s job).
     """
+    out = []
     with _lock:
-        return [(p, _pins[p][0], seam.pin(p).value() if _pins[p][0] in ("out", "in") else _pins[p][2])
-                for p in sorted(_pins)]
-
-
-def describe(mode, value):
-    """One state in words: ``output, level 1`` / ``PWM 25% at 1000 Hz`` / ``RGB 24,24,24``."""
-    if mode == "pwm":
-        return "PWM %s%% at %d Hz" % value
-    if mode == "rgb":
-        return "RGB %d,%d,%d" % value
-    return "%s, level %d" % ("output" if mode == "out" else "input", value)
-
-
-def pin_names():
-    """``{pin: "alias, other"}``: the configured board's pin aliases, by pin."""
-    from mimi.hw import datasheets
-
-    out = {}
-    for a, (p, _) in sorted(datasheets.aliases().items()):
-        out[p] = out[p] + ", " + a if p in out else a
+        for p in sorted(_pins):
+            st = _pins[p]
+            out.append((p, st[0], seam.pin(p).value() if st[0] in ("out", "in") else st[2]))
     return out
 
 
-def states_text(names=None):
-    """The pin states for the serial CLI: one line per pin mimi set up.
+def states_text(names=None, rows=None):
+    """The pin states in words, one line per pin.
 
-    ``names``: ``{pin: "porch_light"}`` to show beside the pins; None takes the aliases of
-    the configured board from the datasheets. Says when the pins are simulated (host).
+    For the serial CLI (``rows`` None): the pins mimi set up (``read_all()``) under a
+    heading that says when they are simulated (host), as ``  GPIO4  output, level 1
+    (porch_light)``. For tools, ``rows`` (``[(pin, mode, value)]``) as ``GPIO4
+    (porch_light): output, level 1`` / ``GPIO5: PWM 25% at 1000 Hz`` / ``GPIO38: RGB
+    24,24,24``. ``names``: ``{pin: "porch_light"}`` to show beside the pins; None takes
+    the configured board's pin aliases from the datasheets (``{pin: "alias, other"}``).
     """
-    rows = read_all()
-    head = "pins (simulated)" if seam.on_host() else "pins"
+    cli = rows is None
+    lines = ["pins (simulated)" if seam.on_host() else "pins"] if cli else []
+    rows = read_all() if cli else rows
     if not rows:
-        return head + ": none set up by mimi"
-    names = pin_names() if names is None else names
-    lines = [head + ":"]
+        return lines and lines[0] + ": none set up by mimi"
+    if names is None:
+        from mimi.hw import datasheets
+
+        names = {}
+        al = datasheets.aliases()
+        for a in sorted(al):
+            p = al[a][0]
+            names[p] = names[p] + ", " + a if p in names else a
     for p, mode, v in rows:
+        d = ("PWM %s%% at %d Hz" if mode == "pwm" else "RGB %d,%d,%d" if mode == "rgb" else
+             "output, level %d" if mode == "out" else "input, level %d") % v
         n = names.get(p)
-        lines.append("  GPIO%-2d %s%s" % (p, describe(mode, v), "  (%s)" % n if n else ""))
+        lines.append("  GPIO%-2d %s%s" % (p, d, "  (%s)" % n if n else "") if cli else
+                     "GPIO%d%s: %s" % (p, " (%s)" % n if n else "", d))
+    if cli:
+        lines[0] += ":"
     return "\n".join(lines)
 
 
-def reset():
-    """Stop every PWM and forget all states (tests; the app on stop). Pins keep their levels."""
-    with _lock:
-        for p in list(_pins):
-            _release(p)
+def reset(pin=None):
+    """Stop PWM on ``pin`` and forget its state; every pin when None (tests, the app on stop).
+    Pins keep their levels. The actions call it with the lock held."""
+    for p in list(_pins) if pin is None else (pin,):
+        st = _pins.pop(p, None)
+        if st and st[0] == "pwm":
+            st[1].deinit()

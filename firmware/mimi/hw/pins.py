@@ -28,139 +28,112 @@ A file that cannot be read, is not JSON, or has an unknown key refuses every pin
 import json
 import os
 
-from micropython import const
-
 from mimi import config, log, seam
 
-_MAX_PIN = const(48)
 # The rule of each GPIO 0-48, one digit per pin: 0 free, n the n-th entry of _RULES.
 # 1-3 are hard (the owner's file cannot lift them; 3 only while octal_psram is true),
-# 4 is refused unless the owner allows the pin, 5-6 are allowed with a warning.
-_MAP = b"5005000000000000000440111122222223333300000665500"
-_RULES = ("no_such_pin:the ESP32-S3 has GPIO0-21 and 26-48 only|"
-          "flash:wired to the module's SPI flash/PSRAM; driving it crashes the chip|"
-          "octal_psram:octal flash/PSRAM lines on modules with octal PSRAM (N8R8, N16R8V)|"
-          "usb:USB D-/D+, the USB console runs on them|"
-          "strapping:strapping pin, its level at reset selects the boot mode; keep it at its default then|"
-          "uart0:UART0 TX/RX, the console on the USB-UART port stops")
+# 4 is refused unless the owner allows the pin, 5-6 are allowed with a warning; check()
+# gives 7-9 (the owner's file) and fills in the "*".
+_MAP = "5005000000000000000440111122222223333300000665500"
+_RULES = ("no_such_pin:not a GPIO of the ESP32-S3|flash:the module's SPI flash/PSRAM bus|"
+          "octal_psram:octal PSRAM data lines|usb:USB D-/D+, the USB console (the owner may allow it)|"
+          "strapping:strapping pin, read at reset to pick the boot mode|uart0:UART0, the serial console|"
+          "policy_file:*|owner_deny:the owner's policy file denies it|owner_only:the owner's policy file allows only GPIO *")
 
 
 class PinRefused(ValueError):
-    """A pin the policy refuses; ``rule`` names the rule."""
-
-    def __init__(self, pin, rule, why):
-        super().__init__("GPIO%s refused (rule %s): %s" % (pin, rule, why))
-        self.rule = rule
+    """A pin the policy refuses (``GPIO19 refused (rule usb): ...``); ``rule`` names the rule."""
 
 
-# The owner's file: its (size, mtime) when last read (-1: never, None: no file), and what
-# it said (a dict) or why it is broken (a str).
-_stamp = -1
-_pol = {}
+# The owner's file: its (size, mtime) when last read (None: no file), and what it said
+# (a dict) or why it is broken (a str); empty until read.
+_pol = []
+reload = _pol.clear  # reload(): forget the loaded policy; the next check reads the file again
 
 
 def _valid(obj):
-    """``obj`` if it is a well-formed policy dict; else raise ``ValueError`` naming the key."""
-    if not isinstance(obj, dict):
-        raise ValueError("must be a JSON object")
-    for k in obj:
+    """``obj`` if it is a well-formed policy dict; else raise ``ValueError``."""
+    ok = type(obj) is dict
+    for k in obj if ok else ():
         v = obj[k]
-        if not (k == "octal_psram" and isinstance(v, bool) or k in ("allow", "deny", "only") and (
-                v is None or isinstance(v, list) and all(type(p) is int and 0 <= p <= _MAX_PIN for p in v))):
-            raise ValueError("bad '%s' (keys: octal_psram true/false; allow, deny, only: lists of GPIO 0-48)" % k)
+        ok = ok and (type(v) is bool if k == "octal_psram" else k in ("allow", "deny", "only") and (
+            v is None or type(v) is list))
+        for p in v if ok and type(v) is list else ():
+            ok = ok and type(p) is int and 0 <= p <= 48
+    if not ok:
+        raise ValueError("want {octal_psram: true/false, allow/deny/only: [GPIO 0-48]}")
     return obj
-
-
-def _load():
-    """The owner's policy, read again when the file changed (one ``stat`` per call)."""
-    global _stamp, _pol
-    path = seam.real_path(config.HW_POLICY_PATH)
-    try:
-        st = os.stat(path)
-        stamp = (st[6], st[8])
-    except OSError:
-        stamp = None
-    if stamp != _stamp:
-        _stamp = stamp
-        _pol = {}
-        try:
-            if stamp:
-                if stamp[0] > config.HW_POLICY_MAX_BYTES:
-                    raise ValueError("over %d bytes" % config.HW_POLICY_MAX_BYTES)
-                with open(path) as f:
-                    _pol = _valid(json.loads(f.read()))
-                log.info("pins", "policy file loaded")
-        except (OSError, ValueError) as e:  # UnicodeError is a ValueError
-            _pol = "%s: %s; fix or delete the file" % (config.HW_POLICY_PATH, e)
-            log.error("pins", "%s: every pin refused", _pol)
-    return _pol
-
-
-def reload():
-    """Forget the loaded policy; the next check reads the file again."""
-    global _stamp
-    _stamp = -1
 
 
 def check(pin):
     """Decide whether mimi may use ``pin`` (int).
 
     Returns None when allowed, a warning str when allowed with a risk; raises
-    ``PinRefused`` naming the rule otherwise. Reads the owner's file when it changed.
+    ``PinRefused`` naming the rule otherwise. Reads the owner's file again when it
+    changed (one ``stat`` per call).
     """
-    pol = _load()
-    code = 1
-    if type(pin) is int and 0 <= pin <= _MAX_PIN:
-        code = _MAP[pin] - 48
-    if code != 1 and isinstance(pol, str):
-        raise PinRefused(pin, "policy_file", pol)
-    if code == 3 and not pol.get("octal_psram", True):
-        code = 0
+    real = seam.real_path(config.HW_POLICY_PATH)
+    try:
+        st = os.stat(real)
+        st = (st[6], st[8])
+    except OSError:
+        st = None
+    if not _pol or st != _pol[0]:
+        _pol[:] = [st, {}]
+        try:
+            if st:
+                with open(real) as f:
+                    _pol[1] = _valid(json.loads(f.read(config.HW_POLICY_MAX_BYTES)))
+        except (OSError, ValueError) as e:  # UnicodeError is a ValueError
+            _pol[1] = "%s: %s; fix or delete it" % (config.HW_POLICY_PATH, e)
+            log.error("pins", "%s: every pin refused", _pol[1])
+    pol = arg = _pol[1]
+    code = int(_MAP[pin]) if type(pin) is int and 0 <= pin <= 48 else 1
+    if code != 1 and type(pol) is str:
+        code = 7
+    elif code == 0 or code > 3 or code == 3 and not pol.get("octal_psram", True):
+        arg = pol.get("only")
+        code = 8 if pin in (pol.get("deny") or ()) else 9 if arg is not None and pin not in arg else \
+            0 if code == 3 or pin in (pol.get("allow") or ()) else code
     if code:
-        rule, why = _RULES.split("|")[code - 1].split(":", 1)
-        if code < 4:
-            raise PinRefused(pin, rule, why)
-    path = config.HW_POLICY_PATH
-    if pin in (pol.get("deny") or ()):
-        raise PinRefused(pin, "owner_deny", "the owner's %s denies it" % path)
-    only = pol.get("only")
-    if only is not None and pin not in only:
-        raise PinRefused(pin, "owner_only", "the owner's %s allows only GPIO %s" % (path, _ranges(only)))
-    if code and pin not in (pol.get("allow") or ()):
-        if code == 4:
-            raise PinRefused(pin, rule, "%s (the owner may allow it in %s)" % (why, path))
-        return "GPIO%d (rule %s): %s" % (pin, rule, why)
-    return None
-
-
-def _ranges(pins):
-    """``(0, 1, 2, 5)`` -> ``"0-2, 5"``."""
-    out = []
-    for p in sorted(pins):
-        if out and out[-1][1] == p - 1:
-            out[-1][1] = p
-        else:
-            out.append([p, p])
-    return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in out)
+        rule, why = _RULES.split("|")[code - 1].split(":")
+        why = why.replace("*", str(arg))
+        if code in (5, 6):
+            return "GPIO%d (rule %s): %s" % (pin, rule, why)
+        e = PinRefused("GPIO%s refused (rule %s): %s" % (pin, rule, why))
+        e.rule = rule
+        raise e
 
 
 def summary():
-    """The policy in a few lines: allowed pins, then each refused or warned group with its rule."""
-    ok = []
-    warned = []
-    refused = {}
-    for p in range(_MAX_PIN + 1):
+    """The policy in a few lines: allowed pins (``GPIO 0-18, 21``), those allowed with a
+    warning, then each refused group with its rule (``refused (usb): 19-20``)."""
+    groups = [["allowed: GPIO"], ["allowed with a warning:"]]  # [label, pin, pin...]
+    for p in range(49):
         try:
             if check(p):
-                warned.append(p)
-            ok.append(p)
+                groups[1].append(p)
+            groups[0].append(p)
         except PinRefused as e:
-            refused.setdefault(e.rule, []).append(p)
-    lines = ["allowed: GPIO " + (_ranges(ok) or "none")]
-    if warned:
-        lines.append("allowed with a warning: " + _ranges(warned))
-    for p, rule in sorted((refused[r][0], r) for r in refused):  # dict order differs by runtime
-        lines.append("refused (%s): %s" % (rule, _ranges(refused[rule])))
+            label = "refused (%s):" % e.rule
+            for g in groups:
+                if g[0] == label:
+                    break
+            else:
+                g = [label]
+                groups.append(g)  # in order of the group's first pin
+            g.append(p)
+    lines = []
+    for g in groups:
+        s = [g[0]]
+        for i in range(1, len(g)):  # runs of pins as "0-18"
+            p = g[i]
+            if i == 1 or g[i - 1] != p - 1:
+                s.append(" %d," % p)
+            elif i + 1 == len(g) or g[i + 1] != p + 1:
+                s[-1] = s[-1][:-1] + "-%d," % p
+        if len(g) > 1 or not lines:
+            lines.append("".join(s)[:-1] if len(g) > 1 else g[0] + " none")
     return "\n".join(lines)
 
 

@@ -12,56 +12,48 @@ matches at least one keyword, or two when the message has three or more (ZeroCla
 every chunk, so its board boost alone pulls in documentation for "hello"; a weather
 question that shares one common word with a datasheet should not either).
 
-An alias is named when all its words are words of the message (``red_led``: "the red
-LED"), or, for an alias with non-latin characters, when it appears in the message.
+An alias is named when its words are words of the message, in order (``red_led``: "the
+red LED"), or, for an alias with non-latin characters, when it appears in the message.
 """
 from mimi import config, seam
 from mimi.hw import datasheets
 
 # Stop words, latin and CJK pairs, each between spaces.
-_STOP = (" the and for you your are was were can could would should will what when where which"
-         " who how why this that these those with from into about please have has had does did"
-         " not but all any its our out there their them they then than too very just also some"
-         " get got let like want need tell know make now today yes okay thanks thank hello hey"
-         " 一下 什么 怎么 可以 我们 你们 这个 那个 帮我 请问 一个 现在 ")
+_STOP = (" the and for you your are was can could would what when where which who how why this that with from"
+         " about please have has does did not but all any its there they them then than just also some get let"
+         " like want need tell know make now today yes okay thanks thank hello hey"
+         " 一下 什么 怎么 可以 这个 那个 帮我 请问 一个 现在 ")
 
 _buf = []  # one chunk buffer, allocated on first use
 
 
-def runs(text):
-    """Split ``text`` into ``[(run, kind)]``: latin words (kind 1, lower-cased) and runs of
-    CJK characters (kind 2); everything else separates them."""
+def keywords(text, words=None):
+    """The message's keywords as lower-case UTF-8 ``bytes``, first seen first, deduplicated.
+
+    ``words``: a list that gets every latin word of the message (lower-cased), stop words
+    and short ones too (for matching pin aliases).
+    """
     out = []
     run = []
     kind = 0
-    for ch in text + " ":
+    for ch in text + " ":  # runs of latin letters or digits (kind 1) and of CJK characters (2)
         o = ord(ch)
-        if o < 128:
-            k = 1 if ch.isalpha() or ch.isdigit() else 0
-        elif 0x3040 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF:  # kana, CJK, hangul
-            k = 2
-        else:  # accented latin, greek, cyrillic... are letters; symbols are not
-            k = 1 if 0xC0 <= o < 0x2000 and o not in (0xD7, 0xF7) else 0
+        # ASCII letters and digits, and accented latin, greek, cyrillic...: 1; kana, CJK, hangul: 2
+        k = (1 if ch.isalpha() or ch.isdigit() else 0) if o < 128 else 2 if 0x3040 <= o <= 0x9FFF or \
+            0xAC00 <= o <= 0xD7AF else 1 if 0xC0 <= o < 0x2000 and o not in (0xD7, 0xF7) else 0
         if k != kind and run:
-            out.append(("".join(run).lower(), kind))
+            r = "".join(run).lower()
             run = []
+            if kind == 1 and words is not None:
+                words.append(r)
+            for i in range(len(r) - 1 if kind == 2 else len(r) > 2):  # CJK: each pair; latin: the word
+                w = r[i:i + 2] if kind == 2 else r
+                b = w.encode()
+                if " %s " % w not in _STOP and b not in out and len(out) < config.HW_RAG_MAX_KEYWORDS:
+                    out.append(b)
         if k:
             run.append(ch)
         kind = k
-    return out
-
-
-def keywords(text):
-    """The message's keywords as lower-case UTF-8 ``bytes``, first seen first, deduplicated."""
-    out = []
-    for run, kind in runs(text):
-        words = [run[i:i + 2] for i in range(len(run) - 1)] if kind == 2 else [run] if len(run) > 2 else ()
-        for w in words:
-            b = w.encode()
-            if " %s " % w not in _STOP and b not in out:
-                out.append(b)
-                if len(out) >= config.HW_RAG_MAX_KEYWORDS:
-                    return out
     return out
 
 
@@ -71,7 +63,6 @@ def rank(ix, kws, limit, board=None):
     file once, chunk by chunk, into one reused buffer. Pin Aliases sections are left out:
     their lines reach the model as the aliases a message names."""
     b = (board or config.get("board") or "").lower()
-    need = 1 if len(kws) < 3 else 2
     best = []
     ch = ix[2]
     with datasheets._lock:
@@ -85,32 +76,17 @@ def rank(ix, kws, limit, board=None):
                 continue
             with f:
                 for j in range(0, len(ch), 4):
-                    if ch[j] != fi:  # another file's, or a Pin Aliases section
-                        continue
-                    f.seek(ch[j + 1])
-                    n = f.readinto(mv[:ch[j + 2]]) or 0
-                    low = bytes(mv[:n]).lower()
-                    hits = 0
-                    for k in kws:
-                        hits += k in low
-                    if hits >= need:  # (score, -chunk): sorted high to low, the earlier chunk wins a tie
-                        best.append((hits + (2 if ix[1][fi][1] == b else 0), -(j // 4)))
-                        best.sort(reverse=True)
-                        del best[limit:]
+                    if ch[j] == fi:  # not another file's, nor a Pin Aliases section
+                        f.seek(ch[j + 1])
+                        low = bytes(mv[:f.readinto(mv[:ch[j + 2]]) or 0]).lower()
+                        hits = 0
+                        for k in kws:
+                            hits += k in low
+                        if hits >= (1 if len(kws) < 3 else 2):  # (score, -chunk): high to low, the earlier chunk wins a tie
+                            best.append((hits + (2 if ix[1][fi][1] == b else 0), -(j // 4)))
+                            best.sort(reverse=True)
+                            del best[limit:]
     return [(s, -i) for s, i in best]
-
-
-def _cut(s, limit):
-    """``s`` cut to at most ``limit`` bytes of UTF-8 at a character boundary, with a marker."""
-    b = s.encode()
-    if len(b) <= limit:
-        return s
-    end = limit - 14  # the marker's length
-    if end <= 0:
-        return ""
-    while b[end] & 0xC0 == 0x80:
-        end -= 1
-    return b[:end].decode() + "\n[cut to fit]\n"
 
 
 def for_message(text, budget_bytes, max_chunks=config.HW_RAG_MAX_CHUNKS):
@@ -126,43 +102,49 @@ def for_message(text, budget_bytes, max_chunks=config.HW_RAG_MAX_CHUNKS):
         --- esp32-s3-devkitc-1.md (esp32-s3-devkitc-1) ---
         ## Onboard RGB LED ...
 
-    Whole chunks go in best first, each that still fits; when none fits, the best one cut
-    to fit. Reads the datasheet chunks from flash (``mimi.hw.datasheets``); never raises
-    for a missing or unreadable datasheet folder (returns "").
+    Alias lines and whole chunks (best first) go in while they fit; when no chunk fits
+    whole, the best one cut to fit. Reads the datasheet chunks from flash
+    (``mimi.hw.datasheets``); never raises for a missing or unreadable datasheet folder
+    (returns "").
     """
-    if not text or budget_bytes < 64:
-        return ""
     ix = datasheets.index()
     b = (config.get("board") or "").lower()
-    words = [r for r, k in runs(text) if k == 1]
     low = text.lower()
+    words = [""]
+    kws = keywords(text, words)
+    words = " ".join(words) + " "  # the latin words of the message, each between spaces
+    left = budget_bytes
     out = []
     seen = []
     for bd in (b, None):  # the configured board's aliases first; a generic one of the same name is not repeated
-        for a, (pin, kind) in sorted(ix[3].get(bd, {}).items()):
-            if a not in seen and (a in low or a.replace("_", "") in low if max(a) > "\x7f"
-                                  else all(w in words for w in a.split("_") if w)):
+        al = ix[3].get(bd, {})
+        for a in sorted(al):
+            pin, kind = al[a]
+            s = "%s: %s = GPIO%d%s\n" % (bd or "generic", a, pin, "" if kind == "out" else " (%s)" % kind)
+            n = len(s.encode()) + (0 if out else 31)  # the first line brings the section's heading
+            # named: a non-latin alias as written; a latin one when its words are words of the message
+            hit = a in low or a.replace("_", "") in low if max(a) > "\x7f" else " %s " % a.replace("_", " ") in words
+            if a not in seen and n <= left and hit:
                 seen.append(a)
-                out.append("%s: %s = GPIO%d%s\n" % (bd or "generic", a, pin, "" if kind == "out" else " (%s)" % kind))
-    left = budget_bytes
-    if out:
-        out = [_cut("[Pin aliases for this message]\n" + "".join(out), left)]
-        left -= len(out[0].encode())
-    docs = []
-    first = None
-    left -= 25  # the heading's length
-    for s, i in rank(ix, keywords(text), max_chunks, b) if left > 64 else ():
+                out.append(s if out else "[Pin aliases for this message]\n" + s)
+                left -= n
+    cut = None
+    n = len(out)
+    for s, i in rank(ix, kws, max_chunks, b) if left > 89 else ():
         fi = ix[2][4 * i]
-        piece = "--- %s (%s) ---\n%s\n" % (ix[1][fi][0].rsplit("/", 1)[-1], ix[1][fi][1] or "every board",
-                                          datasheets.text(ix, i).strip())
-        n = len(piece.encode())
-        if n <= left:
-            docs.append(piece)
-            left -= n
-        elif first is None:
-            first = piece
-    if not docs and first and left >= 256:
-        docs.append(_cut(first, left))
-    if docs:
-        out.append("[Hardware documentation]\n")
-    return "".join(out + docs)
+        s = "--- %s (%s) ---\n%s\n" % (ix[1][fi][0].rsplit("/", 1)[1], ix[1][fi][1] or "every board",
+                                      datasheets.text(ix, i).strip())
+        if len(out) == n:
+            s = "[Hardware documentation]\n" + s
+        if len(s.encode()) <= left:
+            out.append(s)
+            left -= len(s.encode())
+        elif cut is None:
+            cut = s if len(out) == n else ""
+    if cut and len(out) == n and left >= 256:  # no chunk fits whole: the best one, cut to fit
+        s = cut.encode()
+        i = left - 14  # the marker's length
+        while s[i] & 0xC0 == 0x80:
+            i -= 1
+        out.append(s[:i].decode() + "\n[cut to fit]\n")
+    return "".join(out)

@@ -30,8 +30,10 @@ def _run(args, ctx):
         if notes:
             return notes
         al = ds.aliases()
-        return "nothing matched '%s'.\ndatasheets:\n%s\npin aliases: %s" % (
-            q, ds.files_text(), ", ".join("%s=GPIO%d" % (a, al[a][0]) for a in sorted(al)) or "none")
+        s = ""
+        for a in sorted(al):
+            s += ", %s=GPIO%d" % (a, al[a][0])
+        return "nothing matched '%s'.\ndatasheets:\n%s\npin aliases: %s" % (q, ds.files_text(), s[2:] or "none")
     warn = None
     if "pin" not in args:  # gpio_read_all
         rows = gpio.read_all()
@@ -60,11 +62,7 @@ def _run(args, ctx):
         else:  # gpio_read
             mode, v, warn = gpio.read(pin, args.get("pull"))
         rows = [(pin, mode, v)]
-    names = gpio.pin_names()
-    out = []
-    for p, mode, v in rows:
-        n = names.get(p)
-        out.append("GPIO%d%s: %s" % (p, " (%s)" % n if n else "", gpio.describe(mode, v)))
+    out = [gpio.states_text(None, rows)] if rows else []
     if warn:
         out.append("warning: " + warn)
     if "pin" not in args:
@@ -76,19 +74,20 @@ def _run(args, ctx):
 
 def register_all():
     """Register the GPIO tools and ``hardware_docs`` with the registry."""
-    pin = {"type": ["integer", "string"], "description": "GPIO number or pin alias"}
+    pin = {"type": ["integer", "string"]}
     i = {"type": "integer"}
+    t = {"type": "string"}
     for name, desc, props, req in (
-            ("gpio_write", "Set a GPIO output to 0 or 1 (stops PWM on it).",
-             {"pin": pin, "level": {"type": "integer", "enum": [0, 1]}}, "pin level"),
-            ("gpio_read", "Read a pin's level. A pin mimi drives keeps driving; any other becomes an input.",
-             {"pin": pin, "pull": {"type": "string", "enum": ["up", "down", "none"]}}, "pin"),
-            ("gpio_read_all", "The pins mimi set up, and which pins the policy allows.", {}, ""),
-            ("gpio_pwm", "PWM for LED brightness or motor speed: duty 0-100 %, freq_hz 1-40000 (1000).",
-             {"pin": pin, "duty": {"type": "number"}, "freq_hz": i}, "pin duty"),
-            ("gpio_rgb", "Set an RGB LED (WS2812, the onboard one) to r, g, b 0-255; 0,0,0 is off.",
-             {"pin": pin, "r": i, "g": i, "b": i}, "pin r g b"),
+            ("gpio_write", "Set GPIO pin (number or alias) to level 0 or 1; stops PWM on it.",
+             {"pin": pin, "level": i}, ["pin", "level"]),
+            ("gpio_read", "Read a pin's level (a pin mimi drives keeps driving); pull: up, down or none.",
+             {"pin": pin, "pull": t}, ["pin"]),
+            ("gpio_read_all", "The pins mimi set up, and which pins the policy allows.", {}, []),
+            ("gpio_pwm", "PWM on a pin (LED brightness, motor speed): duty 0-100 %, freq_hz 1-40000 (default 1000).",
+             {"pin": pin, "duty": {"type": "number"}, "freq_hz": i}, ["pin", "duty"]),
+            ("gpio_rgb", "Set an RGB LED (WS2812, like the onboard one) to r, g, b 0-255; 0,0,0 is off.",
+             {"pin": pin, "r": i, "g": i, "b": i}, ["pin", "r", "g", "b"]),
             ("hardware_docs", "Search the board's datasheets by keywords: best sections, pin aliases.",
-             {"query": {"type": "string"}}, "query")):
-        registry.register(registry.Tool(name, desc, {"type": "object", "properties": props, "required": req.split()},
+             {"query": t}, ["query"])):
+        registry.register(registry.Tool(name, desc, {"type": "object", "properties": props, "required": req},
                                         _run, "file" if name == "hardware_docs" else "gpio"))
