@@ -65,7 +65,7 @@ def test_hard_rules_cannot_be_lifted_by_the_owner():
 
 def test_a_broken_file_refuses_every_pin_until_fixed():
     for bad in ('{"alow": [19]}', "not json", '{"deny": ["4"]}', '{"octal_psram": "no"}', "[1, 2]",
-                '{"only": [99]}'):
+                '{"only": [99]}', '{"deny": 4}', "[5]", '{"allow": [true]}'):
         _fresh(bad)
         e = support.raises(pins.PinRefused, pins.check, 5)
         assert e.rule == "policy_file" and config.HW_POLICY_PATH in str(e)

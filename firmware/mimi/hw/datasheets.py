@@ -5,8 +5,9 @@ the extension) is the board, and ``generic.md``/``generic.txt`` is for every boa
 (ZeroClaw's HardwareRag, seed 002). Other names are indexed too, as other boards.
 
 Chunks: a markdown heading (``#`` to ``######`` outside code fences) starts a new chunk;
-a section over ``HW_CHUNK_MAX_BYTES`` (2 KB) is cut at its last blank line, else at a
-line, else inside a long line at a UTF-8 boundary. RAM holds only each chunk's file,
+a section over ``HW_CHUNK_MAX_BYTES`` (2 KB) is cut at its last blank line when the rest
+fits in the next chunk, else before the line that does not fit; a line over 2 KB is cut
+in pieces at UTF-8 boundaries. RAM holds only each chunk's file,
 offset, length and the offset of its section's heading; ``text(ix, i)`` reads a chunk
 from flash when it is used.
 
@@ -135,8 +136,6 @@ def index():
                                          "ws2812" if "ws2812" in w or "neopixel" in w else "out")
                     off += n
         _idx.append(ix)
-        log.info("hw", "datasheets: %d files, %d chunks (at most %d)", len(stamp), len(ix[2]) // 4,
-                 config.HW_MAX_CHUNKS)
         return ix
 
 
@@ -199,7 +198,9 @@ def text(ix, i):
 
 
 def files_text():
-    """One line per datasheet: ``path (board): N chunks``; for tools and the CLI."""
+    """What the datasheets folder holds, for tools and the CLI: one line per file (``path
+    (board): N chunks``), then the configured board's pin aliases (``pin aliases:
+    porch_light=GPIO4, ...``)."""
     ix = index()
     lines = []
     for fi in range(len(ix[1])):
@@ -207,4 +208,9 @@ def files_text():
         for j in range(0, len(ix[2]), 4):
             n += ix[2][j] & 127 == fi
         lines.append("%s (%s): %d chunks" % (ix[1][fi][0], ix[1][fi][1] or "every board", n))
-    return "\n".join(lines) or "no datasheets in " + config.DATASHEETS_DIR
+    al = aliases()
+    a = []
+    for k in sorted(al):
+        a.append("%s=GPIO%d" % (k, al[k][0]))
+    lines.append("pin aliases: " + (", ".join(a) or "none"))
+    return "\n".join(lines) if ix[1] else "no datasheets in " + config.DATASHEETS_DIR

@@ -20,9 +20,12 @@ policy refuses gets a reply naming the rule. Every reply names the alias and the
 from mimi import config, log
 from mimi.hw import datasheets
 
-# Words dropped anywhere; signs that a message is not a plain command (questions, negations).
-_DROP = " please pls plz the my now thanks thx "
-_NOT = "?|？|吗|don't|dont|do not|never|not |不要|别|不用|没"
+# Word lists, "|" between them, each word between spaces: signs that a message is not a
+# plain command, found anywhere (questions, Chinese negations) or as words (English
+# negations); English words dropped anywhere; English verbs; Chinese polite openings;
+# Chinese closing particles; Chinese verbs, on then off, longest first.
+_WORDS = (" ? ？ 吗 不要 别 不用 没 | don't dont never not | please pls plz the my now thanks thx |"
+          " turn switch power shut | 请 帮我 麻烦 给我 把 | 一下 吧 了 啦 呀 哦 | 打开 开启 开 关闭 关掉 关上 关 ")
 # The replies, English and Chinese: done, not done (refused or failed), an input.
 _SAY = ("Turned %s %s.|I did not switch %s: %s|%s is an input; I can read it but not switch it. It reads %s now.",
         "已%s %s。|没有操作 %s：%s|%s 是输入，只能读取，不能开关。现在读数：%s。")
@@ -33,33 +36,36 @@ def parse(text, known):
     "toggle", or None when it is not a plain command on an alias in ``known`` (a dict or
     list of aliases)."""
     t = text.strip().lower()
+    words = _WORDS.split("|")
     if len(t) > config.HW_FASTPATH_MAX_CHARS:
         return None
-    for n in _NOT.split("|"):
+    for n in words[0].split():
         if n in t:
             return None
     # English: [turn|switch|power|shut] on|off|toggle ALIAS, or [turn|...] ALIAS on|off
     w = []
     for x in t.replace(",", " ").replace(".", " ").replace("!", " ").split():
-        if " %s " % x not in _DROP:
+        if " %s " % x in words[1]:
+            return None
+        if " %s " % x not in words[2]:
             w.append(x)
-    if w and " %s " % w[0] in " turn switch power shut ":
+    if w and " %s " % w[0] in words[3]:
         w.pop(0)
     act = w and (w.pop(0) if w[0] in ("on", "off", "toggle") else w.pop() if w[-1] in ("on", "off") else None)
     if act and "_".join(w) in known:
         return (act, "_".join(w), False)
     # Chinese: polite words and 把 off the front, particles off the end, then the verb
-    s = t
-    for x in " \t。！!，,.~～":
+    s = "".join(t.split())
+    for x in "。！!，,.~～":
         s = s.replace(x, "")
     for _ in range(3):  # a few polite words, a few particles
-        for x in "请 帮我 麻烦 给我 把".split():
+        for x in words[4].split():
             if s.startswith(x) and len(s) > len(x):
                 s = s[len(x):]
-        for x in "一下 吧 了 啦 呀 哦".split():
+        for x in words[5].split():
             if s.endswith(x) and len(s) > len(x):
                 s = s[:-len(x)]
-    for v in "打开 开启 开 关闭 关掉 关上 关".split():  # longest first
+    for v in words[6].split():
         for a in (s[len(v):] if s.startswith(v) else None, s[:-len(v)] if s.endswith(v) else None):
             if a in known:
                 return ("off" if v[0] == "关" else "on", a, True)
@@ -99,21 +105,21 @@ def try_handle(msg, denied_groups=None):
         where = "%s (GPIO%d)" % (alias.replace("_", " "), pin)
         try:
             if kind == "in":
-                return say[2] % (where, gpio.read(pin)[1])
-            if act == "toggle":  # what mimi drives; a pin it never set counts as off
-                st = gpio.state(pin)
-                act = "off" if st and st[0] != "in" and (st[1][0] if st[0] == "pwm" else st[1] not in (0, (0, 0, 0))) \
-                    else "on"
-            if kind == "ws2812":
-                warn = gpio.rgb(pin, *(config.HW_RGB_ON if act == "on" else (0, 0, 0)))
+                r = say[2] % (where, gpio.read(pin)[1])
             else:
-                warn = gpio.write(pin, act == "on")[1]
+                if act == "toggle":  # what mimi drives; a pin it never set counts as off
+                    st = gpio.state(pin)
+                    lit = st and st[0] != "in" and (st[1][0] if st[0] == "pwm" else st[1] not in (0, (0, 0, 0)))
+                    act = "off" if lit else "on"
+                warn = gpio.rgb(pin, *(config.HW_RGB_ON if act == "on" else (0, 0, 0))) if kind == "ws2812" else \
+                    gpio.write(pin, act == "on")[1]
+                r = say[0] % (("打开" if act == "on" else "关闭", where) if zh else (where, act))
+                if warn:
+                    r = "%s\n(%s)" % (r, warn)
         except (ValueError, OSError) as e:  # a refused pin (PinRefused) names its rule
-            log.warn("fast", "%s: %s", alias, e)
-            return say[1] % (where, e)
-        log.info("fast", "%s: %s", where, act)
-        say = say[0] % (((act == "on" and "打开") or "关闭", where) if zh else (where, act))
-        return say + "\n(%s)" % warn if warn else say
+            r = say[1] % (where, e)
+        log.info("fast", r)
+        return r
     except Exception as e:  # noqa: BLE001 - a fast-path failure must never cost the message
         log.exc("fast", "fast path", e)
         return None

@@ -18,7 +18,10 @@ from mimi.hw import pins
 # pin -> [mode, PWM or NeoPixel or None, value (level, pull, (duty, freq) or (r, g, b))]
 _pins = {}
 _lock = seam.allocate_lock()
-_BAD = "bad value: level 0/1, pull up/down/none, duty 0-100 (%), freq_hz 1-40000, r/g/b 0-255"
+# Errors, then the words for each mode (see states_text).
+_TEXT = ("bad value: level 0/1, pull up/down/none, duty 0-100 (%), freq_hz 1-40000, r/g/b 0-255|"
+         "the chip's 8 PWM channels and 4 timers (frequencies) are in use: %s Hz; stop one with a 0/1 write|"
+         "output, level %d|input, level %d|PWM %s%% at %d Hz|RGB %d,%d,%d")
 
 
 def write(pin, level):
@@ -27,7 +30,7 @@ def write(pin, level):
     Returns ``(read_back, warning or None)``. Raises ``PinRefused`` or ``ValueError``.
     """
     if level not in (0, 1):  # True/False are 1/0
-        raise ValueError(_BAD)
+        raise ValueError(_TEXT.split("|")[0])
     warn = pins.check(pin)
     with _lock:
         reset(pin)
@@ -44,7 +47,7 @@ def read(pin, pull=None):
     Returns ``(mode, value, warning or None)``; see the module doc for the values.
     """
     if pull not in (None, "up", "down", "none"):
-        raise ValueError(_BAD)
+        raise ValueError(_TEXT.split("|")[0])
     warn = pins.check(pin)
     with _lock:
         st = _pins.get(pin)
@@ -69,7 +72,7 @@ def pwm(pin, duty_pct, freq_hz=None):
         freq_hz = config.HW_PWM_FREQ_DEFAULT_HZ
     if type(duty_pct) not in (int, float) or not 0 <= duty_pct <= 100 or type(freq_hz) is not int or \
             not 1 <= freq_hz <= config.HW_PWM_FREQ_MAX_HZ:
-        raise ValueError(_BAD)
+        raise ValueError(_TEXT.split("|")[0])
     warn = pins.check(pin)
     duty = int(duty_pct * 655.35 + 0.5)  # duty_u16
     with _lock:
@@ -78,8 +81,7 @@ def pwm(pin, duty_pct, freq_hz=None):
             if _pins[p][0] == "pwm" and p != pin:
                 freqs.append(_pins[p][2][1])
         if len(freqs) > 7 or freq_hz not in freqs and len(set(freqs)) > 3:
-            raise ValueError("the chip's 8 PWM channels and 4 timers (frequencies) are taken: %s Hz; stop one "
-                             "with a 0/1 write" % freqs)
+            raise ValueError(_TEXT.split("|")[1] % freqs)
         st = _pins.get(pin)
         if st and st[0] == "pwm":
             if st[2][1] != freq_hz:
@@ -100,7 +102,7 @@ def rgb(pin, r, g, b):
     c = (r, g, b)
     for v in c:
         if type(v) is not int or not 0 <= v <= 255:
-            raise ValueError(_BAD)
+            raise ValueError(_TEXT.split("|")[0])
     warn = pins.check(pin)
     with _lock:
         st = _pins.get(pin)
@@ -146,7 +148,7 @@ def states_text(names=None, rows=None):
     lines = ["pins (simulated)" if seam.on_host() else "pins"] if cli else []
     rows = read_all() if cli else rows
     if not rows:
-        return lines and lines[0] + ": none set up by mimi"
+        return lines[0] + ": none set up by mimi" if cli else ""
     if names is None:
         from mimi.hw import datasheets
 
@@ -156,11 +158,10 @@ def states_text(names=None, rows=None):
             p = al[a][0]
             names[p] = names[p] + ", " + a if p in names else a
     for p, mode, v in rows:
-        d = ("PWM %s%% at %d Hz" if mode == "pwm" else "RGB %d,%d,%d" if mode == "rgb" else
-             "output, level %d" if mode == "out" else "input, level %d") % v
+        d = _TEXT.split("|")[("out", "in", "pwm", "rgb").index(mode) + 2] % v
         n = names.get(p)
-        lines.append("  GPIO%-2d %s%s" % (p, d, "  (%s)" % n if n else "") if cli else
-                     "GPIO%d%s: %s" % (p, " (%s)" % n if n else "", d))
+        n = " (%s)" % n if n else ""
+        lines.append(("  GPIO%-2d %s %s" % (p, d, n)).rstrip() if cli else "GPIO%d%s: %s" % (p, n, d))
     if cli:
         lines[0] += ":"
     return "\n".join(lines)

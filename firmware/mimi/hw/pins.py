@@ -8,7 +8,7 @@ Facts for the ESP32-S3 (Espressif's ESP-IDF GPIO page and ESP32-S3-DevKitC-1 use
 GPIO0-21 and 26-48 exist; 26-32 are the module's SPI flash/PSRAM bus; 33-37 carry the
 octal flash/PSRAM lines on modules with octal PSRAM (R8, R8V); 19/20 are USB D-/D+;
 0, 3, 45 and 46 are strapping pins sampled at reset; 43/44 are UART0 (the console).
-Every board mimi runs on is an ESP32-S3, so there is one table (``_MAP``/``_RULES``),
+Every board mimi runs on is an ESP32-S3, so there is one table (``_MAP``/``_TEXT``),
 whatever the ``board`` setting says.
 
 The owner narrows or widens the table in ``config.HW_POLICY_PATH`` (``/gpio.json``, at the
@@ -30,15 +30,15 @@ import os
 
 from mimi import config, log, seam
 
-# The rule of each GPIO 0-48, one digit per pin: 0 free, n the n-th entry of _RULES.
+# The rule of each GPIO 0-48, one digit per pin: 0 free, n the n-th entry of _TEXT.
 # 1-3 are hard (the owner's file cannot lift them; 3 only while octal_psram is true),
 # 4 is refused unless the owner allows the pin, 5-6 are allowed with a warning; check()
-# gives 7-9 (the owner's file) and fills in the "*".
+# gives 7-9 (the owner's file) and fills in the "*". Then summary()'s labels.
 _MAP = "5005000000000000000440111122222223333300000665500"
-_RULES = ("no_such_pin:not a GPIO of the ESP32-S3|flash:the module's SPI flash/PSRAM bus|"
-          "octal_psram:octal PSRAM data lines|usb:USB D-/D+, the USB console (the owner may allow it)|"
-          "strapping:strapping pin, read at reset to pick the boot mode|uart0:UART0, the serial console|"
-          "policy_file:*|owner_deny:the owner's policy file denies it|owner_only:the owner's policy file allows only GPIO *")
+_TEXT = ("no_such_pin:no such GPIO on the ESP32-S3|flash:the SPI flash/PSRAM bus|octal_psram:octal PSRAM lines|"
+         "usb:USB D-/D+, the console (the owner may allow it)|strapping:strapping pin, read at reset (boot mode)|"
+         "uart0:UART0, a console|policy_file:*|owner_deny:denied by the owner|owner_only:the owner allows only GPIO *|"
+         "allowed: GPIO|allowed with a warning:|refused (*):")
 
 
 class PinRefused(ValueError):
@@ -85,8 +85,8 @@ def check(pin):
                 with open(real) as f:
                     _pol[1] = _valid(json.loads(f.read(config.HW_POLICY_MAX_BYTES)))
         except (OSError, ValueError) as e:  # UnicodeError is a ValueError
-            _pol[1] = "%s: %s; fix or delete it" % (config.HW_POLICY_PATH, e)
-            log.error("pins", "%s: every pin refused", _pol[1])
+            _pol[1] = "%s: %s; every pin is refused until it is fixed or deleted" % (config.HW_POLICY_PATH, e)
+            log.error("pins", _pol[1])
     pol = arg = _pol[1]
     code = int(_MAP[pin]) if type(pin) is int and 0 <= pin <= 48 else 1
     if code != 1 and type(pol) is str:
@@ -96,11 +96,12 @@ def check(pin):
         code = 8 if pin in (pol.get("deny") or ()) else 9 if arg is not None and pin not in arg else \
             0 if code == 3 or pin in (pol.get("allow") or ()) else code
     if code:
-        rule, why = _RULES.split("|")[code - 1].split(":")
+        rule, why = _TEXT.split("|")[code - 1].split(":")
         why = why.replace("*", str(arg))
+        why = "GPIO%s %s(rule %s): %s" % (pin, "" if code in (5, 6) else "refused ", rule, why)
         if code in (5, 6):
-            return "GPIO%d (rule %s): %s" % (pin, rule, why)
-        e = PinRefused("GPIO%s refused (rule %s): %s" % (pin, rule, why))
+            return why
+        e = PinRefused(why)
         e.rule = rule
         raise e
 
@@ -108,14 +109,15 @@ def check(pin):
 def summary():
     """The policy in a few lines: allowed pins (``GPIO 0-18, 21``), those allowed with a
     warning, then each refused group with its rule (``refused (usb): 19-20``)."""
-    groups = [["allowed: GPIO"], ["allowed with a warning:"]]  # [label, pin, pin...]
+    t = _TEXT.split("|")
+    groups = [[t[9]], [t[10]]]  # [label, pin, pin...]
     for p in range(49):
         try:
             if check(p):
                 groups[1].append(p)
             groups[0].append(p)
         except PinRefused as e:
-            label = "refused (%s):" % e.rule
+            label = t[11].replace("*", e.rule)
             for g in groups:
                 if g[0] == label:
                     break

@@ -19,10 +19,9 @@ from mimi import config, seam
 from mimi.hw import datasheets
 
 # Stop words, latin and CJK pairs, each between spaces.
-_STOP = (" the and for you your are was can could would what when where which who how why this that with from"
-         " about please have has does did not but all any its there they them then than just also some get let"
-         " like want need tell know make now today yes okay thanks thank hello hey"
-         " 一下 什么 怎么 可以 这个 那个 帮我 请问 一个 现在 ")
+_STOP = (" the and for you your are was can what when where which who how why this that with from about"
+         " please have has not but all any there they them then just some get like want need tell know make now"
+         " today yes thanks hello hey 一下 什么 怎么 可以 这个 帮我 请问 现在 ")
 
 _buf = []  # one chunk buffer, allocated on first use
 

@@ -29,11 +29,7 @@ def _run(args, ctx):
         notes = retrieval.for_message(q, config.HW_DOCS_TOOL_BYTES, config.HW_DOCS_TOOL_CHUNKS)
         if notes:
             return notes
-        al = ds.aliases()
-        s = ""
-        for a in sorted(al):
-            s += ", %s=GPIO%d" % (a, al[a][0])
-        return "nothing matched '%s'.\ndatasheets:\n%s\npin aliases: %s" % (q, ds.files_text(), s[2:] or "none")
+        return "nothing matched '%s'.\ndatasheets:\n%s" % (q, ds.files_text())
     warn = None
     if "pin" not in args:  # gpio_read_all
         rows = gpio.read_all()
@@ -62,7 +58,7 @@ def _run(args, ctx):
         else:  # gpio_read
             mode, v, warn = gpio.read(pin, args.get("pull"))
         rows = [(pin, mode, v)]
-    out = [gpio.states_text(None, rows)] if rows else []
+    out = [gpio.states_text(None, rows)] if rows else []  # (read_all: none yet)
     if warn:
         out.append("warning: " + warn)
     if "pin" not in args:
@@ -78,16 +74,13 @@ def register_all():
     i = {"type": "integer"}
     t = {"type": "string"}
     for name, desc, props, req in (
-            ("gpio_write", "Set GPIO pin (number or alias) to level 0 or 1; stops PWM on it.",
-             {"pin": pin, "level": i}, ["pin", "level"]),
-            ("gpio_read", "Read a pin's level (a pin mimi drives keeps driving); pull: up, down or none.",
-             {"pin": pin, "pull": t}, ["pin"]),
-            ("gpio_read_all", "The pins mimi set up, and which pins the policy allows.", {}, []),
-            ("gpio_pwm", "PWM on a pin (LED brightness, motor speed): duty 0-100 %, freq_hz 1-40000 (default 1000).",
+            ("gpio_write", "Set a pin (GPIO number or alias) to level 0 or 1.", {"pin": pin, "level": i}, ["pin", "level"]),
+            ("gpio_read", "Read a pin; one mimi drives keeps driving. pull: up/down/none.", {"pin": pin, "pull": t}, ["pin"]),
+            ("gpio_read_all", "The pins mimi set up, and the pin policy.", {}, []),
+            ("gpio_pwm", "PWM on a pin: duty 0-100 %, freq_hz (default 1000).",
              {"pin": pin, "duty": {"type": "number"}, "freq_hz": i}, ["pin", "duty"]),
-            ("gpio_rgb", "Set an RGB LED (WS2812, like the onboard one) to r, g, b 0-255; 0,0,0 is off.",
-             {"pin": pin, "r": i, "g": i, "b": i}, ["pin", "r", "g", "b"]),
-            ("hardware_docs", "Search the board's datasheets by keywords: best sections, pin aliases.",
-             {"query": t}, ["query"])):
+            ("gpio_rgb", "Set an RGB LED (WS2812) to r, g, b 0-255.", {"pin": pin, "r": i, "g": i, "b": i},
+             ["pin", "r", "g", "b"]),
+            ("hardware_docs", "Search the board's datasheets by keywords.", {"query": t}, ["query"])):
         registry.register(registry.Tool(name, desc, {"type": "object", "properties": props, "required": req},
                                         _run, "file" if name == "hardware_docs" else "gpio"))
