@@ -620,13 +620,13 @@ def mtime_s(real):
 # -- hardware: addressable RGB LEDs (issue 7) ------------------------------------------
 
 
-def neopixel(n):
-    """A ``neopixel.NeoPixel`` for one WS2812 LED on pin ``n`` (GRB order).
+def neopixel(n, count=1):
+    """A ``neopixel.NeoPixel`` on pin ``n`` with ``count`` LEDs (WS2812, GRB order).
 
-    micropython-lib's ``neopixel`` (frozen into the ESP32 port): ``np[0] = (r, g, b)``
+    micropython-lib's ``neopixel`` (frozen into the ESP32 port): ``np[i] = (r, g, b)``
     (0-255 each), then ``np.write()``. The host's stand-in records what was written.
     """
     import machine
-    import neopixel
+    import neopixel as _np
 
-    return neopixel.NeoPixel(machine.Pin(n), 1)
+    return _np.NeoPixel(machine.Pin(n), count)
