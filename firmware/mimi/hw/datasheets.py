@@ -117,7 +117,8 @@ def index():
                         blank = off + n
                     else:
                         text = True
-                        if flag and not fence:  # an alias, maybe: "| name | pin | kind |", "- name: pin kind", "name = pin"
+                        # an alias, maybe: "| name | pin | kind |", "- name: pin kind", "name = pin"
+                        if flag and not fence:
                             try:
                                 s = s.decode().lstrip("-*+ ")
                             except UnicodeError:

@@ -4,14 +4,15 @@ LLM round trip takes seconds).
 
 ``try_handle(msg)`` is called by the agent before any LLM call. It acts only when the
 whole message is one of these forms, with ALIAS exactly an alias of the configured board
-or a generic one (``mimi.hw.datasheets.aliases``), after dropping "please", "the", "my"
-and a final "now"/"thanks" and trailing "." or "!":
+or a generic one (``mimi.hw.datasheets.aliases``), after dropping "please", "the", "my",
+"now", "thanks" and punctuation:
 - English: ``turn|switch|power on ALIAS``, ``turn|switch|power ALIAS on``, ``ALIAS on``,
   the same with ``off`` (also ``shut off ALIAS``), ``toggle ALIAS``.
 - Chinese: ``[请|帮我|麻烦|给我][把]`` then ``打开|开启|开|关闭|关掉|关上|关`` + ALIAS, or
   ALIAS + one of those, then ``[吧|了|一下|啦]`` ("关灯" when an alias is 灯, "把客厅灯关了").
 Anything else returns None and goes to the agent: questions (``?``/``吗``), negations
-("don't", 不要, 别), unknown aliases, extra words ("turn on the porch light at 7").
+(the words "not", "don't", "never"; 不要, 别, 没), unknown aliases, extra words ("turn on
+the porch light at 7").
 
 An alias of kind ``in`` (a button) is not switched: the reply says so and gives its level.
 An alias of kind ``ws2812`` is lit with ``HW_RGB_ON`` (dim white) or set dark. A pin the
@@ -25,7 +26,8 @@ from mimi.hw import datasheets
 # negations); English words dropped anywhere; English verbs; Chinese polite openings;
 # Chinese closing particles; Chinese verbs, on then off, longest first.
 _WORDS = (" ? ？ 吗 不要 别 不用 没 | don't dont never not | please pls plz the my now thanks thx |"
-          " turn switch power shut | 请 帮我 麻烦 给我 把 | 一下 吧 了 啦 呀 哦 | 打开 开启 开 关闭 关掉 关上 关 ")
+          " turn switch power shut | 请 帮我 麻烦 给我 把 | 一下 吧 了 啦 呀 哦 |"
+          " 打开 开启 开 关闭 关掉 关上 关 ")
 # The replies, English and Chinese: done, not done (refused or failed), an input.
 _SAY = ("Turned %s %s.|I did not switch %s: %s|%s is an input; I can read it but not switch it. It reads %s now.",
         "已%s %s。|没有操作 %s：%s|%s 是输入，只能读取，不能开关。现在读数：%s。")

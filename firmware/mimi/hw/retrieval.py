@@ -81,7 +81,8 @@ def rank(ix, kws, limit, board=None):
                         hits = 0
                         for k in kws:
                             hits += k in low
-                        if hits >= (1 if len(kws) < 3 else 2):  # (score, -chunk): high to low, the earlier chunk wins a tie
+                        # kept as (score, -chunk): high to low, the earlier chunk wins a tie
+                        if hits >= (1 if len(kws) < 3 else 2):
                             best.append((hits + (2 if ix[1][fi][1] == b else 0), -(j // 4)))
                             best.sort(reverse=True)
                             del best[limit:]

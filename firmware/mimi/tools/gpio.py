@@ -74,8 +74,10 @@ def register_all():
     i = {"type": "integer"}
     t = {"type": "string"}
     for name, desc, props, req in (
-            ("gpio_write", "Set a pin (GPIO number or alias) to level 0 or 1.", {"pin": pin, "level": i}, ["pin", "level"]),
-            ("gpio_read", "Read a pin; one mimi drives keeps driving. pull: up/down/none.", {"pin": pin, "pull": t}, ["pin"]),
+            ("gpio_write", "Set a pin (GPIO number or alias) to level 0 or 1.", {"pin": pin, "level": i},
+             ["pin", "level"]),
+            ("gpio_read", "Read a pin; one mimi drives keeps driving. pull: up/down/none.", {"pin": pin, "pull": t},
+             ["pin"]),
             ("gpio_read_all", "The pins mimi set up, and the pin policy.", {}, []),
             ("gpio_pwm", "PWM on a pin: duty 0-100 %, freq_hz (default 1000).",
              {"pin": pin, "duty": {"type": "number"}, "freq_hz": i}, ["pin", "duty"]),
