@@ -16,7 +16,5 @@ def get_current_time(args, ctx):
 
 
 def register_all():
-    """Register get_current_time (group ``time``)."""
-    registry.register(registry.Tool(
-        "get_current_time", "The current local date and time, weekday, time zone and unix time.",
-        {"type": "object", "properties": {}}, get_current_time, "time"))
+    """Register get_current_time (group ``time``; text in ``tools.jsonl``)."""
+    registry.add(get_current_time)

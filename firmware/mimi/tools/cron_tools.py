@@ -45,25 +45,5 @@ def cron_remove(args, ctx):
 
 
 def register_all():
-    """Register the three cron tools (group ``cron``)."""
-    T = registry.Tool
-    registry.register(T(
-        "cron_add",
-        "Schedule a job: its text is given to you at the time set, and you act on it (e.g. "
-        "send_message). kind 'every' needs every_s (seconds, >= 60); 'at' needs at "
-        "(YYYY-MM-DD HH:MM local, once); 'daily' needs hhmm (HH:MM local).",
-        {"type": "object", "properties": {
-            "kind": {"type": "string", "enum": list(cronjobs.KINDS)},
-            "every_s": {"type": "integer"},
-            "at": {"type": "string", "description": "YYYY-MM-DD HH:MM, local time"},
-            "hhmm": {"type": "string", "description": "HH:MM, local time"},
-            "text": {"type": "string", "description": "what to do when it runs"},
-            "chat_id": {"type": ["string", "integer"], "description": "numeric chat id; default this chat"},
-            "channel": {"type": "string", "enum": ["telegram", "cli"]}},
-         "required": ["kind", "text"]},
-        cron_add, "cron"))
-    registry.register(T("cron_list", "List the scheduled jobs with their next run.",
-                        {"type": "object", "properties": {}}, cron_list, "cron"))
-    registry.register(T("cron_remove", "Remove a scheduled job by its id (see cron_list).",
-                        {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-                        cron_remove, "cron"))
+    """Register cron_add, cron_list, cron_remove (group ``cron``; text in ``tools.jsonl``)."""
+    registry.add(cron_add, cron_list, cron_remove)

@@ -12,9 +12,6 @@ from mimi import config
 from mimi.storage import fs, memory, skills
 from mimi.tools import registry
 
-_PATH = {"type": "string", "description": "file path under /data, e.g. /data/memory/MEMORY.md"}
-
-
 def _writable(path):
     p = fs.check_file(path)
     for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
@@ -232,34 +229,5 @@ def search_files(args, ctx):
 
 
 def register_all():
-    """Register the six file tools (group ``file``)."""
-    T = registry.Tool
-    reg = registry.register
-    reg(T("read_file", "Read a text file under /data. Long files come in parts: pass offset "
-          "(bytes) and length to read further.",
-          {"type": "object", "properties": {
-              "path": _PATH,
-              "offset": {"type": "integer", "description": "byte to start at (default 0)"},
-              "length": {"type": "integer", "description": "bytes to read (default and max %d)" % config.TOOL_READ_MAX_BYTES}},
-           "required": ["path"]}, read_file, "file"))
-    reg(T("write_file", "Create or replace a file under /data with the given text (atomic). "
-          "To change part of a file, use edit_file.",
-          {"type": "object", "properties": {"path": _PATH, "content": {"type": "string"}},
-           "required": ["path", "content"]}, write_file, "file"))
-    reg(T("edit_file", "Replace old_text with new_text in a file. old_text must occur exactly once: "
-          "read the file first and copy it exactly.",
-          {"type": "object", "properties": {
-              "path": _PATH, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
-           "required": ["path", "old_text", "new_text"]}, edit_file, "file"))
-    reg(T("list_dir", "List a folder under /data (default /data): names, sizes, subfolders.",
-          {"type": "object", "properties": {"path": {"type": "string", "description": "folder, default /data"}}},
-          list_dir, "file"))
-    reg(T("read_section", "Read one markdown section (a heading and what is under it) of a long file.",
-          {"type": "object", "properties": {
-              "path": _PATH, "heading": {"type": "string", "description": "heading text, e.g. Pin Aliases"}},
-           "required": ["path", "heading"]}, read_section, "file"))
-    reg(T("search_files", "Find files whose name or first line holds the keywords, under a folder.",
-          {"type": "object", "properties": {
-              "query": {"type": "string", "description": "keywords separated by spaces"},
-              "path": {"type": "string", "description": "folder to search, default /data"}},
-           "required": ["query"]}, search_files, "file"))
+    """Register the six file tools (group ``file``; text in ``tools.jsonl``)."""
+    registry.add(read_file, write_file, edit_file, list_dir, read_section, search_files)

@@ -125,13 +125,5 @@ def memory_search(args, ctx):
 
 
 def register_all():
-    """Register memory_search (group ``memory``)."""
-    registry.register(registry.Tool(
-        "memory_search",
-        "Search the memory notes (MEMORY.md and the daily notes) for keywords; returns matching "
-        "lines with 2 lines around them.",
-        {"type": "object", "properties": {
-            "query": {"type": "string", "description": "keywords separated by spaces (any may match)"},
-            "file": {"type": "string", "description": "only this note, e.g. 2026-01-05 or MEMORY.md"}},
-         "required": ["query"]},
-        memory_search, "memory", max_bytes=config.MEMORY_SEARCH_MAX_BYTES))
+    """Register memory_search (group ``memory``; text in ``tools.jsonl``)."""
+    registry.add(memory_search, max_bytes=config.MEMORY_SEARCH_MAX_BYTES)

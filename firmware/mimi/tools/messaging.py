@@ -45,13 +45,5 @@ def send_message(args, ctx):
 
 
 def register_all():
-    """Register send_message (group ``msg``)."""
-    registry.register(registry.Tool(
-        "send_message",
-        "Send a message to a chat now (e.g. from a scheduled job or heartbeat). Default: this chat.",
-        {"type": "object", "properties": {
-            "text": {"type": "string"},
-            "chat_id": {"type": ["string", "integer"], "description": "numeric chat id; default this chat"},
-            "channel": {"type": "string", "enum": list(_CHANNELS), "description": "default telegram"}},
-         "required": ["text"]},
-        send_message, "msg"))
+    """Register send_message (group ``msg``; text in ``tools.jsonl``)."""
+    registry.add(send_message)
