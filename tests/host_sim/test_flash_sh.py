@@ -102,7 +102,7 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
     want = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware"))
             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
             for n in names if n.endswith((".py", ".md", ".jsonl"))}
-    assert "mimi/agent/rules.md" in want and "mimi/tools/tools.jsonl" in want
+    assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl"} <= want
     assert _files(board / "lib") == want
     assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()
     assert (board / "boot.py").exists()

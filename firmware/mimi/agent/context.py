@@ -23,8 +23,11 @@ Files are read straight into the buffer (no copy); a cut falls on a UTF-8 charac
 boundary and is marked. Every write goes through ``_put`` or ``_fill``, which cannot
 pass the end of the buffer, whatever the files hold.
 
-The static rules are ``rules.md`` beside this module (deploy it with the package); if
-it is missing a one-line rule stands in and a warning is logged.
+The static rules are ``rules.md`` beside this module, and the sentences of the turn
+block (time-of-day hints, the cron and heartbeat notes, continuation) are the lines of
+``turn.md`` there: long fixed text stays off the heap. Deploy both with the package; if
+``rules.md`` is missing a one-line rule stands in, if ``turn.md`` is, its sentences are
+left out (a warning is logged either way).
 """
 import hashlib
 
@@ -36,18 +39,11 @@ from mimi.storage import fs, memory, skills
 # The static rules (section 1) ship next to this module and are read straight into the
 # buffer each turn: no heap at import, and no tool can reach them (they are not in /data).
 _RULES_PATH = __file__.rsplit("/", 1)[0] + "/rules.md"
-_RULES_MISSING = (b"# Who you are\nYou are mimi, a personal assistant on an ESP32-S3 board. Be brief; "
-                  b"read before you write; save what matters in /data/memory/MEMORY.md.\n")
+_RULES_MISSING = b"# Who you are\nYou are mimi, a personal assistant on a small board. Be brief.\n"
+# The sentences of the turn block (section 7), by key: same place, same reasons.
+_TURN_PATH = __file__.rsplit("/", 1)[0] + "/turn.md"
 
-_HINT = {
-    "morning": "Morning: a short plan for the day may be welcome; yesterday's note is below.",
-    "work": "Working hours: be brief and practical.",
-    "break": "Break time: keep it light.",
-    "evening": "Evening: a good moment to tidy today's note and move lasting facts to MEMORY.md.",
-    "night": "Night: keep replies short; leave non-urgent things for the morning.",
-}
-
-TAG = "ctx"
+_TAG = const("ctx")
 _ROOM = b"\n[cut for room]"
 _CUT = "\n[cut at byte %d of %d: read_file %s offset=%d for the rest]"
 _RESERVE = const(240)  # room kept for the lines the turn block learns while writing
@@ -167,7 +163,7 @@ class Context:
         try:
             self._fill(open(_RULES_PATH, "rb"), min(config.CONTEXT_RULES_MAX_BYTES, self.size))
         except OSError:
-            log.warn(TAG, "%s is missing: using a one-line rule", _RULES_PATH)
+            log.warn(_TAG, "%s is missing: using a one-line rule", _RULES_PATH)
             self._put(_RULES_MISSING)
         last = self.last
         last["rules"] = self.n
@@ -225,21 +221,38 @@ class Context:
 
 
 def _turn(msg, now, mode, today):
-    """Section 7 as bytes: channel, chat, local time and mode, today's note, continuation."""
+    """Section 7 as bytes: channel, chat, local time and mode (with its hint), today's note
+    and whether the conversation continues. The sentences are the lines of ``turn.md``."""
+    try:
+        with open(_TURN_PATH, "rb") as f:
+            lines = b"\n" + f.read(2048)
+    except OSError:
+        log.warn(_TAG, "%s is missing", _TURN_PATH)
+        lines = b""
     ch = msg.get("channel", "?")
     out = "\n# This turn\nChannel: %s, chat %s (session %s)\n" % (ch, msg.get("chat_id", "?"), msg.get("session", "?"))
     if ch in ("cron", "heartbeat"):
-        out += ("This message comes from the %s, not from a person: act on it, and use send_message "
-                "if the owner should hear about it.\n" % ("scheduler" if ch == "cron" else "heartbeat"))
+        out += _say(lines, ch) + "\n"
     if not mode:
-        return (out + "Local time: unknown, the clock is not synced yet. Do not guess the date and do "
-                "not write a daily note until get_current_time gives one.\n").encode()
+        return (out + _say(lines, "unsynced") + "\n").encode()
     size = fs.size(today) or 0
     t = fs.mtime(today) if size else None
     win = config.CONTEXT_CONTINUE_WINDOW_S
     if size > config.CONTEXT_CONTINUE_MIN_BYTES and t is not None and 0 <= now - t <= win:
-        cont = "The conversation continues (the note was written %d min ago)." % ((now - t) // 60)
+        cont = _say(lines, "continues", (now - t) // 60)
     else:
-        cont = "A fresh start: nothing written in the last %d min." % (win // 60)
+        cont = _say(lines, "fresh", win // 60)
     return (out + "Local time: %s. %s\nToday's note: %s. %s\n" % (
-        clock.describe(now), _HINT[mode], today, cont)).encode()
+        clock.describe(now), _say(lines, mode), today, cont)).encode()
+
+
+def _say(lines, key, *args):
+    """The text after ``key: `` on its line of turn.md, with ``args`` filled in ('' when
+    there is no such line)."""
+    i = lines.find(("\n%s: " % key).encode())
+    if i < 0:
+        return ""
+    i += len(key) + 3
+    j = lines.find(b"\n", i)
+    text = lines[i:j if j >= 0 else len(lines)].decode()
+    return text % args if args and "%" in text else text

@@ -231,44 +231,16 @@ def makedirs(path):
             raise PathError("%s is a file, not a folder" % cur)
 
 
-def write(path, data):
+def write(path, data, src=None, start=0, end=None, add=False):
     """Replace the file ``path`` with ``data`` (str or bytes) atomically; make its folder.
 
-    Side effect: ``<path>.~tmp`` exists while writing. Raises ``PathError``, ``OSError``
-    (file system full: the old content stays).
+    Side effect: ``<path>.~tmp`` exists while writing, then a rename puts it in place.
+    Raises ``PathError``, ``OSError`` (file system full: the old content stays).
+    The one write path: ``append`` and ``copy`` pass ``src`` (bytes ``start``..``end`` of
+    that file go before ``data``, when it exists) or ``add`` (``data`` written at the end
+    of ``path`` itself, no temporary file). Writes go in ``FS_CHUNK_BYTES`` pieces (a cut
+    power leaves a prefix, as flash would).
     """
-    _put(path, data)
-
-
-def append(path, data, atomic=False):
-    """Add ``data`` (str or bytes) at the end of ``path``, creating it and its folder.
-
-    ``atomic=False``: one write to the file's end; a power cut can leave part of ``data``
-    (session files, whose reader skips a torn last line). ``atomic=True``: the old
-    content is copied to a temporary file in ``FS_CHUNK_BYTES`` pieces, ``data`` added,
-    and the copy renamed into place: old or new, never part (for small files).
-    """
-    p = check_file(path)
-    _put(p, data, p if atomic else None, 0, None, not atomic)
-
-
-def copy(src, dst, start=0, end=None):
-    """Copy bytes ``start``..``end`` (default: to the end) of ``src`` to a new ``dst``.
-
-    Streamed in ``FS_CHUNK_BYTES`` pieces and atomic as ``write``. Raises ``NotFound``,
-    ``PathError``.
-    """
-    s = check_file(src)
-    if _stat(s) is None:
-        raise _missing(s)
-    _put(dst, b"", s, start, end)
-
-
-def _put(path, data, src=None, start=0, end=None, add=False):
-    """The one write path: bytes ``start``..``end`` of ``src`` (when it exists), then
-    ``data``, into ``<path>.~tmp``, renamed over ``path``; or, ``add``, ``data`` written
-    at the end of ``path`` itself. Writes go in ``FS_CHUNK_BYTES`` pieces (a cut power
-    leaves a prefix, as flash would)."""
     p = check_file(path)
     if isinstance(data, str):
         data = data.encode()
@@ -303,6 +275,30 @@ def _put(path, data, src=None, start=0, end=None, add=False):
             f.close()
         if not add:
             _rename(rp + _TMP, rp)
+
+
+def append(path, data, atomic=False):
+    """Add ``data`` (str or bytes) at the end of ``path``, creating it and its folder.
+
+    ``atomic=False``: one write to the file's end; a power cut can leave part of ``data``
+    (session files, whose reader skips a torn last line). ``atomic=True``: the old
+    content is copied to a temporary file in ``FS_CHUNK_BYTES`` pieces, ``data`` added,
+    and the copy renamed into place: old or new, never part (for small files).
+    """
+    p = check_file(path)
+    write(p, data, p if atomic else None, 0, None, not atomic)
+
+
+def copy(src, dst, start=0, end=None):
+    """Copy bytes ``start``..``end`` (default: to the end) of ``src`` to a new ``dst``.
+
+    Streamed in ``FS_CHUNK_BYTES`` pieces and atomic as ``write``. Raises ``NotFound``,
+    ``PathError``.
+    """
+    s = check_file(src)
+    if _stat(s) is None:
+        raise _missing(s)
+    write(dst, b"", s, start, end)
 
 
 def remove(path):

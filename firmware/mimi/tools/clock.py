@@ -7,8 +7,7 @@ def get_current_time(args, ctx):
     """No arguments. Also names today's note, so the model writes where the loader reads."""
     now = seam.time_s()
     if not clock.synced(now):
-        return ("The clock is not synced yet (no network time since start-up), so the date and "
-                "time are unknown. Do not guess a date; do not write a daily note now.")
+        return clock.describe(now) + ". Do not guess a date; do not write a daily note now."
     t = clock.local(now)
     return "%s, %s (UTC%s), unix %d, mode %s. Today's note: %s/%s.md" % (
         clock.DAYS[t[6]], clock.iso_local(now), clock.format_tz(clock.offset_s()), now,
