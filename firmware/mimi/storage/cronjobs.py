@@ -69,47 +69,44 @@ def validate(spec, now_s=None):
     channel = spec.get("channel") or "telegram"
     chat = spec.get("chat_id")
     chat = "" if chat is None or isinstance(chat, bool) else str(chat).strip()
+    field = "every_s" if kind == "every" else "at_s"
+    n = spec.get(field)
     if kind not in KINDS:
         raise ValueError("kind must be every, at or daily")
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("text is needed: what should happen when the job runs")
+    if channel not in ("telegram", "cli"):
+        raise ValueError("channel must be telegram or cli")
+    need = ("text is needed: what to do when it runs" if not isinstance(text, str) or not text.strip() else
+            "chat_id is needed: the chat that gets the result" if not chat else
+            "every_s is needed for kind every" if kind == "every" and n is None else
+            "at (YYYY-MM-DD HH:MM, local time) or at_s is needed for kind at"
+            if kind == "at" and n is None and "at" not in spec else
+            "hhmm (HH:MM, local time) is needed for kind daily" if kind == "daily" and "hhmm" not in spec else None)
+    if need:
+        raise ValueError(need)
     if len(text.encode()) > config.CRON_TEXT_MAX_BYTES:
         raise ValueError("text is over %d bytes" % config.CRON_TEXT_MAX_BYTES)
-    if channel not in ("telegram", "cli"):
-        raise ValueError("channel must be one of: telegram, cli")
-    if not chat:
-        raise ValueError("chat_id is needed: the chat that gets the result")
     if channel == "telegram" and not (chat.lstrip("-").isdigit() and chat.count("-") <= 1):
         raise ValueError("chat_id for telegram must be a number, got '%s'" % chat)
-    job = {"kind": kind, "text": text.strip(), "chat_id": chat, "channel": channel,
-           "next_s": None, "last_s": None, "created_s": now_s if synced else None}
-    field = "every_s" if kind == "every" else "at_s" if kind == "at" else "-"
-    n = spec.get(field)
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, float)) or n != int(n)):
         raise ValueError("%s must be a whole number of seconds" % field)
+    job = {"kind": kind, "text": text.strip(), "chat_id": chat, "channel": channel,
+           "next_s": None, "last_s": None, "created_s": now_s if synced else None}
     if kind == "every":
-        if n is None:
-            raise ValueError("every_s is needed for kind 'every'")
         if not config.CRON_EVERY_MIN_S <= n <= config.CRON_EVERY_MAX_S:
             raise ValueError("every_s must be between %d and %d" % (config.CRON_EVERY_MIN_S, config.CRON_EVERY_MAX_S))
         job["every_s"] = n = int(n)
         if synced:
             job["next_s"] = now_s + n
     elif kind == "at":
-        if n is not None:
-            if not clock.synced(n):
-                raise ValueError("at_s must be unix seconds (UTC)")
-            n = int(n)
-        elif "at" in spec:
+        if n is None:
             n = clock.parse_local(spec["at"])
-        else:
-            raise ValueError("at (YYYY-MM-DD HH:MM, local time) or at_s is needed for kind 'at'")
+        elif not clock.synced(n):
+            raise ValueError("at_s must be unix seconds (UTC)")
+        n = int(n)
         if synced and n <= now_s:
             raise ValueError("that time has passed (now it is %s)" % clock.iso_local(now_s))
         job["at_s"] = job["next_s"] = n
     else:
-        if "hhmm" not in spec:
-            raise ValueError("hhmm (HH:MM, local time) is needed for kind 'daily'")
         m = clock.parse_hhmm(spec["hhmm"])
         job["hhmm"] = "%02d:%02d" % (m // 60, m % 60)
         if synced:

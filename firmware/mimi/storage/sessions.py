@@ -27,7 +27,7 @@ from mimi.storage import fs
 
 _TAG = const("session")
 _SUFFIX = const(".jsonl")
-_PREFIX = {"telegram": "tg", "cli": "cli", "cron": "cron", "heartbeat": "hb"}
+_PREFIX = {"telegram": "tg", "heartbeat": "hb"}  # others (cli, cron) keep their name
 _KEY_MAX = const(40)
 
 _lock = seam.allocate_lock()

@@ -29,9 +29,6 @@ _RESULT_MAX_BYTES = const(8192)
 _LINE_MAX_BYTES = const(2048)  # one line of tools.jsonl
 SPECS = __file__.rsplit("/", 1)[0] + "/tools.jsonl"
 
-# JSON type names and what stands for them here; bool before int (a bool is an int).
-_TYPES = (("boolean", bool), ("integer", int), ("number", float), ("string", str),
-          ("object", dict), ("array", list))
 
 _tools = []  # in registration order
 _last = (None, None)  # the tool whose line was read last, and the line parsed
@@ -151,22 +148,20 @@ def check_args(tool, args):
         if args.get(k) is None:
             return "missing required argument '%s'" % k
     for k in args:
-        if k not in props:
+        p = props.get(k)
+        if p is None:
             return "unknown argument '%s' (expected: %s)" % (k, ", ".join(props) or "none")
         v = args[k]
-        want = props[k].get("type")
-        if want:
-            want = want if isinstance(want, list) else [want]
-            got = "null"
-            for t, py in _TYPES:
-                if isinstance(v, py):
-                    got = t
-                    break
-            if got not in want and not (got == "integer" and "number" in want):
-                return "argument '%s' must be %s, got %s" % (k, " or ".join(want), got)
-        enum = props[k].get("enum")
-        if enum and v not in enum:
-            return "argument '%s' must be one of %s" % (k, ", ".join(str(e) for e in enum))
+        # Its JSON type name; bool before int (a bool is an int).
+        got = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else
+               "number" if isinstance(v, float) else "string" if isinstance(v, str) else
+               "object" if isinstance(v, dict) else "array" if isinstance(v, list) else "null")
+        want = p.get("type") or got  # a name, or a list of names (any of them)
+        # No type name holds another, so ``in`` works on a name as on a list.
+        if got not in want and not (got == "integer" and "number" in want):
+            return "argument '%s' must be %s, got %s" % (k, want if isinstance(want, str) else " or ".join(want), got)
+        if v not in p.get("enum", (v,)):
+            return "argument '%s' must be one of %s" % (k, p["enum"])
     return None
 
 
