@@ -225,7 +225,7 @@ def _turn(msg, now, mode, today):
     and whether the conversation continues. The sentences are the lines of ``turn.md``."""
     try:
         with open(_TURN_PATH, "rb") as f:
-            lines = b"\n" + f.read(2048)
+            lines = f.read(2048)  # its first line is a comment: every key follows a newline
     except OSError:
         log.warn(_TAG, "%s is missing", _TURN_PATH)
         lines = b""

@@ -43,10 +43,6 @@ class NotFound(OSError):
         return self.args[1]
 
 
-def _missing(p):
-    return NotFound(2, "no such file or folder: " + p)
-
-
 def check(path):
     """Return the normalised device path for ``path`` or raise ``PathError``.
 
@@ -135,7 +131,7 @@ def open_read(path):
     p = check_file(path)
     st = _stat(p)
     if st is None:
-        raise _missing(p)
+        raise NotFound(2, "no such file or folder: " + p)
     if st[0] & 0x4000:
         raise PathError("%s is a folder, not a file" % p)
     return _open(seam.real_path(p), "rb"), st[6]
@@ -202,7 +198,7 @@ def listdir(path):
     p = check(path)
     st = _stat(p)
     if st is None:
-        raise _missing(p)
+        raise NotFound(2, "no such file or folder: " + p)
     if not st[0] & 0x4000:
         raise PathError("%s is a file, not a folder" % p)
     out = []
@@ -297,7 +293,7 @@ def copy(src, dst, start=0, end=None):
     """
     s = check_file(src)
     if _stat(s) is None:
-        raise _missing(s)
+        raise NotFound(2, "no such file or folder: " + s)
     write(dst, b"", s, start, end)
 
 
@@ -306,7 +302,7 @@ def remove(path):
     p = check_file(path)
     st = _stat(p)
     if st is None:
-        raise _missing(p)
+        raise NotFound(2, "no such file or folder: " + p)
     if st[0] & 0x4000:
         os.rmdir(seam.real_path(p))
     else:
@@ -320,7 +316,7 @@ def rename(src, dst):
     makedirs(d[:d.rfind("/")])
     with _lock:
         if _stat(s) is None:
-            raise _missing(s)
+            raise NotFound(2, "no such file or folder: " + s)
         _rename(seam.real_path(s), seam.real_path(d))
 
 

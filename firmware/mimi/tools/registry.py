@@ -122,18 +122,6 @@ def offered(denied_groups=()):
     return [t for t in _tools if t.group not in denied_groups and (t.available is None or t.available())]
 
 
-def cap(text, limit=_RESULT_MAX_BYTES):
-    """Cut ``text`` to ``limit`` bytes of UTF-8 at a character boundary, with a marker."""
-    b = text.encode() if isinstance(text, str) else bytes(text)
-    if len(b) <= limit:
-        return b.decode() if not isinstance(text, str) else text
-    mark = "\n[truncated: result over %d bytes]" % limit
-    end = limit - len(mark)
-    while end > 0 and (b[end] & 0xC0) == 0x80:  # do not split a UTF-8 character
-        end -= 1
-    return b[:end].decode() + mark
-
-
 def check_args(tool, args):
     """None when ``args`` fit the tool's schema, else a message naming the problem.
 
@@ -168,21 +156,38 @@ def check_args(tool, args):
 def execute(name, args, ctx):
     """Run tool ``name`` with ``args``; return ``(text, is_error)``, never raise.
 
-    ``text`` is at most the tool's ``max_bytes``. Unknown tools, arguments that do not fit
-    (``check_args``) and handler exceptions come back as ``("Error: ...", True)``.
+    ``text`` is cut to the tool's ``max_bytes`` (8 KB for errors) at a UTF-8 character
+    boundary, with a marker. Unknown tools, arguments that do not fit (``check_args``) and
+    handler exceptions come back as ``("Error: ...", True)``.
     """
     tool = get(name)
+    limit = _RESULT_MAX_BYTES
+    err = True
     if tool is None:
-        return ("Error: unknown tool '%s'" % name, True)
-    if tool.available is not None and not tool.available():
-        return ("Error: tool '%s' is not available here" % name, True)
-    try:
-        problem = check_args(tool, args)
-        if problem:
-            return ("Error: %s: %s" % (name, problem), True)
-        out = tool.handler(args, ctx)
-    except MemoryError:
-        return ("Error: %s: out of memory; try a smaller request" % name, True)
-    except Exception as e:  # noqa: BLE001 - any handler failure is data for the model
-        return (cap("Error: %s: %s" % (name, str(e) or type(e).__name__)), True)
-    return (cap("ok" if out is None else out, tool.max_bytes), False)
+        out = "Error: unknown tool '%s'" % name
+    elif tool.available is not None and not tool.available():
+        out = "Error: tool '%s' is not available here" % name
+    else:
+        try:
+            out = check_args(tool, args)
+            if out:
+                out = "Error: %s: %s" % (name, out)
+            else:
+                out = tool.handler(args, ctx)
+                out = "ok" if out is None else out
+                err = False
+                limit = tool.max_bytes
+        except MemoryError:
+            return ("Error: %s: out of memory; try a smaller request" % name, True)
+        except Exception as e:  # noqa: BLE001 - any handler failure is data for the model
+            out = "Error: %s: %s" % (name, str(e) or type(e).__name__)
+    b = out.encode() if isinstance(out, str) else bytes(out)
+    if len(b) > limit:
+        mark = "\n[truncated: result over %d bytes]" % limit
+        end = limit - len(mark)
+        while end > 0 and (b[end] & 0xC0) == 0x80:  # do not split a UTF-8 character
+            end -= 1
+        out = b[:end].decode() + mark
+    elif not isinstance(out, str):
+        out = b.decode()
+    return (out, err)
