@@ -4,6 +4,13 @@ try:
 
     if _app.init():
         _app.start()
+except KeyboardInterrupt:
+    # Ctrl-C while starting: stop what started; the REPL (or the host launcher) sees it.
+    try:
+        _app.stop()
+    except Exception:  # noqa: BLE001
+        pass
+    raise
 except Exception as _e:  # noqa: BLE001 - never leave the board without a REPL
     import sys
 

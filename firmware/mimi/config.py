@@ -47,6 +47,76 @@ BUS_OUTBOUND_MAX = const(16)
 THREAD_AGENT_STACK_BYTES = const(16384)
 THREAD_IO_STACK_BYTES = const(16384)
 
+# -- boot (mimi/boot.py; issue 5) -------------------------------------------------------
+BOOT_WIFI_WAIT_MS = const(15000)  # one connection attempt
+BOOT_WIFI_TRIES = const(2)  # at boot; then the I/O thread keeps trying, never giving up
+BOOT_WIFI_BACKOFF_MIN_MS = const(2000)
+BOOT_WIFI_BACKOFF_MAX_MS = const(300000)
+BOOT_WIFI_CHECK_MS = const(5000)  # how often the I/O thread looks at the link
+BOOT_NTP_TRIES = const(3)  # at boot
+BOOT_NTP_RETRY_MIN_MS = const(30000)
+BOOT_NTP_RETRY_MAX_MS = const(900000)
+BOOT_NTP_RESYNC_MS = const(86400000)  # daily: the RTC drifts seconds per day
+BOOT_CRASH_LIMIT = const(3)  # boots in a row that never got healthy -> safe mode
+BOOT_HEALTHY_MS = const(60000)  # running this long clears the crash count
+BOOT_SAFE_FLAG = "/safemode"  # at the flash root, outside /data: no tool can create it
+
+# -- app: threads, watchdog (mimi/app.py; issue 5) ---------------------------------------
+APP_WDT_TIMEOUT_MS = const(90000)  # above any single blocking call of the I/O thread
+APP_AGENT_STALL_MS = const(900000)  # a turn with no bus activity this long is a hang
+APP_STOP_WAIT_MS = const(8000)
+APP_RESTARTS_MAX = const(5)  # thread restarts within the window, then a board reset
+APP_RESTART_WINDOW_MS = const(600000)
+APP_RESTART_PAUSE_MS = const(2000)
+APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound messages (= latency)
+APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools", "web", "gpio")  # mimi.tools.*
+
+# -- telegram (mimi/channels/telegram.py; issue 5) -------------------------------------
+TG_POLL_TIMEOUT_S = const(30)  # getUpdates long poll
+TG_POLL_SOCKET_MS = const(45000)  # socket timeout, above the long poll
+TG_POLL_LIMIT = const(4)  # updates per poll: bounds the response size
+TG_POLL_BUF_BYTES = const(16384)  # getUpdates response buffer, allocated once
+TG_SEND_TIMEOUT_MS = const(15000)
+TG_SEND_BUF_BYTES = const(1024)  # other responses: only ok/error matter
+TG_SEND_TRIES = const(5)  # a chunk that fails this often (network) is dropped, logged
+TG_OUTQ_MAX = const(24)  # message chunks waiting to be sent
+TG_OFFSET_KEY = "tg_offset"  # settings-store key (NVS wear-levels it)
+TG_OFFSET_SAVE_EVERY = const(20)  # updates
+TG_OFFSET_SAVE_MS = const(300000)
+TG_TYPING_EVERY_MS = const(4000)  # Telegram shows "typing" for 5 s
+TG_TYPING_MAX_MS = const(600000)  # a typing indicator nobody ends stops after this
+TG_BACKOFF_MIN_MS = const(1000)
+TG_BACKOFF_MAX_MS = const(60000)
+TG_CONFLICT_BACKOFF_MS = const(30000)  # 409: another poller or a webhook
+TG_AUTH_BACKOFF_MS = const(300000)  # 401: the token is wrong
+TG_RETRY_AFTER_MAX_S = const(300)
+TG_DENY_REPLY_MS = const(600000)  # one answer per stranger per 10 minutes
+TG_DENY_CHATS_MAX = const(16)
+TG_PAIR_TRIES = const(10)  # wrong pairing codes before the code is void
+TG_MEDIA_REPLY = "I can read text only: please send your message as text."
+# The command menu (setMyCommands; mimi.commands answers them): (command, description).
+TG_COMMANDS = (
+    ("start", "Say hello and show what I can do"),
+    ("help", "List the commands"),
+    ("new", "Start a fresh conversation (the old one is archived)"),
+    ("status", "Provider, model, memory, uptime, WiFi, tokens today"),
+    ("model", "Show or set the model: /model <name>"),
+    ("provider", "Show or set the LLM provider: /provider <name>"),
+    ("memory", "Show my long-term memory (MEMORY.md)"),
+)
+
+# -- cron and heartbeat (mimi/services/; issue 5) ---------------------------------------
+CRON_TICK_MS = const(5000)  # how often the job store is asked for due jobs
+HEARTBEAT_EVERY_MS = const(1800000)  # 30 minutes
+HEARTBEAT_READ_BYTES = const(4096)
+HEARTBEAT_TASKS_MAX = const(20)
+HEARTBEAT_OK = "HEARTBEAT_OK"
+
+# -- serial console (mimi/cli.py; issue 5) ----------------------------------------------
+CLI_CHAT_ID = "console"  # the cli channel's one chat
+CLI_ASK_TIMEOUT_MS = const(300000)
+CLI_LINE_MAX = const(512)
+
 # -- storage (mimi/storage/; issue 3) --------------------------------------------------
 FS_NAME_MAX_BYTES = const(64)  # one name in a path; LittleFS allows 255, this leaves room
 FS_PATH_MAX_BYTES = const(200)  # a whole device path, as UTF-8
@@ -102,6 +172,25 @@ HTTP_DEADLINE_MS = const(300000)  # a whole exchange, so a dripping server canno
 HTTP_BODY_MAX_BYTES = const(4096)  # body cap when the caller passes no buffer
 HTTP_LINE_BYTES = const(1024)  # status line, one header line, one chunk-size line
 HTTP_WRITE_BUF_BYTES = const(1024)  # request bytes gathered before one socket write
+
+# -- hardware: pins, datasheets, fast path (issue 7; seeds 002, 004) ------------------
+# The owner's pin policy sits at the flash root, outside /data, so no tool can widen it
+# (see mimi/hw/pins.py for its format).
+HW_POLICY_PATH = "/gpio.json"
+HW_POLICY_MAX_BYTES = const(1024)
+HW_CHUNK_MAX_BYTES = const(2048)  # one datasheet chunk (a markdown section or a piece of one)
+HW_MAX_FILES = const(16)  # datasheet files indexed
+HW_MAX_CHUNKS = const(256)  # chunks indexed over all files (12 bytes of RAM each)
+HW_RAG_MAX_CHUNKS = const(3)  # datasheet chunks per message
+HW_RAG_MAX_KEYWORDS = const(24)  # keywords taken from one message
+HW_DOCS_TOOL_BYTES = const(4096)  # a hardware_docs result
+HW_DOCS_TOOL_CHUNKS = const(4)
+HW_PWM_FREQ_DEFAULT_HZ = const(1000)
+HW_PWM_FREQ_MAX_HZ = const(40000)
+HW_PWM_MAX_CHANNELS = const(8)  # LEDC channels on the ESP32-S3
+HW_PWM_MAX_FREQS = const(4)  # LEDC timers: distinct frequencies at once
+HW_RGB_ON = (24, 24, 24)  # "on" for an addressable RGB LED: dim white (0-255 each)
+HW_FASTPATH_MAX_CHARS = const(80)  # longer messages are never a plain command
 
 # -- settings ---------------------------------------------------------------------------
 # name -> (store key, default, secret). Store keys are at most 15 characters (NVS).

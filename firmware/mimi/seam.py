@@ -243,13 +243,15 @@ def store_erase(key):
 
 
 def pin(n, mode=None, pull=None, value=None):
-    """``machine.Pin(n, ...)``; ``mode`` is "in", "out" or None (leave as it is)."""
+    """``machine.Pin(n, ...)``; ``mode`` is "in", "out" or None (leave the pin as it is:
+    ``machine.Pin(n)`` alone does not reconfigure it); ``pull`` is "up", "down", "none"
+    (no pull) or None (leave the pull as it is)."""
     import machine
 
     if mode is None:
         return machine.Pin(n)
     m = machine.Pin.OUT if mode == "out" else machine.Pin.IN
-    p = {"up": machine.Pin.PULL_UP, "down": machine.Pin.PULL_DOWN}.get(pull, -1)
+    p = {"up": machine.Pin.PULL_UP, "down": machine.Pin.PULL_DOWN, "none": None}.get(pull, -1)
     return machine.Pin(n, m, p) if value is None else machine.Pin(n, m, p, value=value)
 
 
@@ -613,3 +615,50 @@ def mtime_s(real):
     Raises ``OSError`` when it is missing. LittleFS on the device keeps mtimes.
     """
     return int(os.stat(real)[8]) + _EPOCH_OFFSET
+
+
+# -- hardware: addressable RGB LEDs (issue 7) ------------------------------------------
+
+
+def neopixel(n, count=1):
+    """A ``neopixel.NeoPixel`` on pin ``n`` with ``count`` LEDs (WS2812, GRB order).
+
+    micropython-lib's ``neopixel`` (frozen into the ESP32 port): ``np[i] = (r, g, b)``
+    (0-255 each), then ``np.write()``. The host's stand-in records what was written.
+    """
+    import machine
+    import neopixel as _np
+
+    return _np.NeoPixel(machine.Pin(n), count)
+
+
+# -- runtime: threads (issue 5; used by mimi.app) ------------------------------------
+
+
+def thread_stack_bytes(device_bytes):
+    """The stack to ask for where the device would use ``device_bytes``.
+
+    The unix port is 64-bit: its stack frames are about twice the ESP32's, and it
+    compiles ``.py`` imports in the thread that imports (the device runs precompiled or
+    frozen modules), so it gets four times the size (16 KB on the device segfaults there
+    when a thread imports a module). CPython ignores sizes below its own minimum.
+    """
+    if _RT == "unix":
+        return device_bytes * 4
+    return device_bytes
+
+
+def reset_cause():
+    """Why the board started: "power", "hard" (reset pin, ``machine.reset()``, a panic),
+    "watchdog", "soft" (Ctrl-D, mpremote), "deepsleep" or "unknown".
+
+    From ``machine.reset_cause()``; the host stand-in always says "power".
+    """
+    import machine
+
+    c = machine.reset_cause()
+    for name, attr in (("power", "PWRON_RESET"), ("hard", "HARD_RESET"), ("watchdog", "WDT_RESET"),
+                       ("soft", "SOFT_RESET"), ("deepsleep", "DEEPSLEEP_RESET")):
+        if getattr(machine, attr, None) == c:
+            return name
+    return "unknown"

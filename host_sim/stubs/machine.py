@@ -2,10 +2,13 @@
 
 Follows https://docs.micropython.org/en/latest/library/machine.html for the parts mimi
 uses: ``Pin``, ``PWM``, ``WDT``, ``RTC`` (with its ``memory()`` that survives a soft
-reset), ``reset``, ``soft_reset``, ``unique_id``, ``freq``, ``reset_cause``, ``idle``.
+reset), ``reset``, ``soft_reset``, ``unique_id``, ``freq``, ``reset_cause``, ``idle``,
+``bitstream`` (what ``neopixel`` sends). Pin numbers are the ESP32-S3's: 0-21 and 26-48
+(the chip has no GPIO22-25; the ESP32 port raises ``ValueError`` for them).
 
 Pins have no electrical side: the stand-in records each pin's mode, level and PWM
-setting in ``PINS`` so tests and the serial CLI can look, and ``sim_drive(pin, level)``
+setting in ``PINS`` (and the last ``bitstream`` bytes under ``"bits"``) so tests and the
+serial CLI can look, and ``sim_drive(pin, level)``
 plays an external signal on an input. A ``WDT`` that is not fed within its timeout
 requests a reset from a checker thread, as the hardware would. ``reset()`` sets
 ``RESET_REQUESTED`` (the host launcher's main loop sees it, ends the process with status
@@ -37,6 +40,12 @@ def sim_drive(pin, level):
     _inputs[int(pin)] = 1 if level else 0
 
 
+def sim_reset():
+    """Host only: forget every pin's state and every outside signal (a fresh board)."""
+    PINS.clear()
+    _inputs.clear()
+
+
 def _state(n):
     st = PINS.get(n)
     if st is None:
@@ -57,7 +66,7 @@ class Pin:
     IRQ_FALLING = 2
 
     def __init__(self, id, mode=-1, pull=-1, value=None):
-        if not isinstance(id, int) or id < 0 or id > 48:
+        if not isinstance(id, int) or id < 0 or id > 48 or 22 <= id <= 25:
             raise ValueError("invalid pin")
         self._id = id
         self.init(mode, pull, value=value)
@@ -159,6 +168,18 @@ class PWM:
     def deinit(self):
         st = _state(self._pin)
         st["pwm"] = None
+
+
+def bitstream(pin, encoding, timing, buf):
+    """Send ``buf`` on ``pin`` as timed pulses (encoding 0: high/low ns pairs in ``timing``).
+
+    The stand-in records the bytes under ``PINS[n]["bits"]``.
+    """
+    if encoding != 0:
+        raise ValueError("invalid encoding")
+    if len(timing) != 4:
+        raise ValueError("timing must have 4 entries")
+    _state(pin._id)["bits"] = bytes(buf)
 
 
 _wdt = None

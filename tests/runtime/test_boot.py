@@ -1,0 +1,134 @@
+"""Boot: crash counting, safe mode, WiFi that never gives up, NTP retry and resync (both runtimes)."""
+import network
+import ntptime
+import support
+
+from mimi import boot, config, seam
+
+RUNTIMES = ("cpython", "micropython")
+
+
+def _fresh():
+    support.fresh_flash()
+    boot.state["safe"] = False
+    boot.state["reason"] = ""
+    network._state["status"] = network.STAT_IDLE
+    network.FAIL_CONNECTS = 0
+    ntptime.FAIL = 0
+
+
+def test_three_unhealthy_boots_in_a_row_mean_safe_mode():
+    _fresh()
+    assert boot.crashes() == 0
+    for n in (1, 2, 3):
+        assert not boot.check_safe_mode("watchdog" if n == 2 else "hard")
+        assert boot.crashes() == n
+    assert boot.check_safe_mode("hard")  # the fourth boot stops before the app
+    assert "3 boots" in boot.state["reason"]
+    assert boot.crashes() == 3  # a safe boot is not counted
+    boot.clear_crashes()
+    assert boot.crashes() == 0 and not boot.check_safe_mode("hard")
+    boot.state["safe"] = False
+
+
+def test_soft_resets_and_power_ons_are_not_crashes():
+    _fresh()
+    for _ in range(5):  # mpremote deploys soft-reset the board again and again
+        assert not boot.check_safe_mode("soft")
+    assert boot.crashes() == 0
+    boot.check_safe_mode("hard")
+    boot.check_safe_mode("hard")
+    boot.check_safe_mode("soft")
+    assert boot.crashes() == 2
+    boot.check_safe_mode("power")  # RTC memory is blank after a power cut
+    assert boot.crashes() == 0 and not boot.state["safe"]
+    assert seam.reset_cause() == "power"  # the host stand-in
+
+
+def test_healthy_runs_in_between_reset_the_count():
+    _fresh()
+    boot.check_safe_mode("hard")
+    boot.check_safe_mode("hard")
+    boot.clear_crashes()  # the app ran healthy
+    boot.check_safe_mode("hard")
+    boot.check_safe_mode("hard")
+    assert not boot.state["safe"] and boot.crashes() == 2
+
+
+def test_flag_file_means_safe_mode_and_off_clears_it():
+    _fresh()
+    boot.set_safe_flag(True)
+    assert boot.safe_flag() and boot.check_safe_mode("soft")
+    assert config.BOOT_SAFE_FLAG in boot.state["reason"]
+    boot.set_safe_flag(False)
+    assert not boot.safe_flag() and not boot.check_safe_mode("soft")
+    boot.state["safe"] = False
+
+
+def test_run_in_safe_mode_stops_before_the_app():
+    _fresh()
+    boot.set_safe_flag(True)
+    assert boot.run() is False and boot.state["safe"]
+    from mimi import app
+
+    assert app.init() is False
+    boot.set_safe_flag(False)
+    boot.state["safe"] = False
+
+
+def test_run_connects_and_sets_the_clock():
+    _fresh()
+    config.set("wifi_ssid", "mimi-sim-wifi")
+    config.set("wifi_pass", "FAKE-pass")
+    assert boot.run() is True
+    assert seam.wifi_status()[0] and boot.crashes() == 0  # a power-on
+
+
+def test_garbage_in_rtc_memory_counts_as_zero():
+    _fresh()
+    seam.rtc_memory(b"\x00\xffnot ours")
+    assert boot.crashes() == 0
+    seam.rtc_memory(b"mimi:x")
+    assert boot.crashes() == 0
+
+
+def _run(keeper, t0, until_ms, step_ms=100):
+    t = t0
+    while seam.ticks_diff(t, t0) < until_ms:
+        keeper.tick(t)
+        t = seam.ticks_add(t, step_ms)
+    return t
+
+
+def test_wifi_keeps_trying_with_backoff_and_never_gives_up():
+    _fresh()
+    config.set("wifi_ssid", "mimi-sim-wifi")
+    network.FAIL_CONNECTS = 12  # more than MimiClaw's 10 tries
+    t0 = seam.ticks_ms()
+    k = boot.NetKeeper(t0)
+    t = _run(k, t0, 60000)
+    first_minute = k.wifi_attempts
+    assert 3 <= first_minute <= 5  # backing off, not a busy loop
+    assert k.wifi_backoff_ms > config.BOOT_WIFI_BACKOFF_MIN_MS
+    t = _run(k, t, 3600000, 1000)
+    assert seam.wifi_status()[0] and k.wifi_attempts == 13
+    assert k.wifi_backoff_ms == config.BOOT_WIFI_BACKOFF_MIN_MS  # reset once connected
+    network._state["status"] = network.STAT_IDLE  # the link drops
+    _run(k, t, 30000)
+    assert seam.wifi_status()[0] and k.wifi_attempts == 14
+
+
+def test_ntp_retries_with_backoff_and_resyncs_daily():
+    _fresh()
+    config.set("wifi_ssid", "mimi-sim-wifi")
+    seam.wifi_connect("mimi-sim-wifi", "", 0)
+    ntptime.FAIL = 3
+    t0 = seam.ticks_ms()
+    k = boot.NetKeeper(t0)
+    k.ntp_next_ms = t0  # as if the clock were unset at boot
+    t = _run(k, t0, 10 * 60000, 1000)
+    assert k.ntp_syncs == 1 and ntptime.FAIL == 0
+    t = _run(k, t, 23 * 3600000, 60000)
+    assert k.ntp_syncs == 1
+    _run(k, t, 2 * 3600000, 60000)
+    assert k.ntp_syncs == 2  # a day later

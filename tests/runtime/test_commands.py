@@ -1,0 +1,64 @@
+"""Chat commands and what the CLI shares with them (both runtimes)."""
+import support
+
+from mimi import commands, config
+
+RUNTIMES = ("cpython", "micropython")
+
+
+def test_parse_commands():
+    assert commands.parse("/model@mimi_bot  gpt-4o ") == ("model", "gpt-4o")
+    assert commands.parse("/STATUS") == ("status", "")
+    assert commands.parse("hello /model") is None
+    assert commands.parse("/") is None
+    assert commands.parse("") is None
+
+
+def test_provider_switch_validates_and_resets_the_model():
+    support.fresh_flash()
+    config.set("model", "claude-x")
+    out = commands.provider("nonsense")
+    assert "unknown provider" in out and "openai" in out
+    assert config.get("provider") == "anthropic"
+    out = commands.provider("OpenAI")
+    assert config.get("provider") == "openai" and config.get("model") == ""
+    assert "No API key" in out  # none set yet
+    assert "already" in commands.provider("openai")
+    out = commands.provider("ollama")
+    assert "set_base_url" in out
+    assert "anthropic" in commands.provider()  # the list of choices
+
+
+def test_model_set_and_show():
+    support.fresh_flash()
+    assert "default" in commands.model()
+    assert commands.model("gpt-4o-mini") == "model set to gpt-4o-mini (provider anthropic)"
+    assert config.get("model") == "gpt-4o-mini"
+    assert "one word" in commands.model("two words")
+    assert config.get("model") == "gpt-4o-mini"
+    assert "gpt-4o-mini" in commands.model()
+
+
+def test_status_has_every_line():
+    support.fresh_flash()
+    s = commands.status()
+    for word in ("mimi ", "LLM: anthropic", "heap:", "uptime:", "WiFi:", "clock:", "tokens today:"):
+        assert word in s, word
+
+
+def test_run_answers_ours_and_passes_the_rest():
+    support.fresh_flash()
+    assert commands.run("/help", "telegram", "5").startswith("Commands:")
+    assert "/new" in commands.run("/start", "telegram", "5")
+    assert commands.run("/status@bot", "telegram", "5").startswith("mimi ")
+    assert commands.run("/model gpt-4o", "telegram", "5").startswith("model set to gpt-4o")
+    assert commands.run("/weather", "telegram", "5") is None
+    assert commands.run("what is /new?", "telegram", "5") is None
+    for name, desc in commands.COMMANDS:
+        assert 1 <= len(desc) <= 256 and name.islower()
+
+
+def test_memory_and_new_never_raise():
+    support.fresh_flash()
+    assert isinstance(commands.run("/memory", "telegram", "5"), str)
+    assert isinstance(commands.run("/new", "telegram", "5"), str)
