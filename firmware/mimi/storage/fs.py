@@ -155,13 +155,13 @@ def read(path, cap, offset=0):
     return data, offset + len(data) < size, size
 
 
-def read_text(path, cap):
-    """``read`` from the start, decoded: ``(text, truncated, size)``.
+def read_text(path, cap, offset=0):
+    """``read`` (from byte ``offset``, a character's start), decoded: ``(text, truncated, size)``.
 
     A cut inside a UTF-8 character is moved back to the character's start; bytes that
     are not UTF-8 raise ``ValueError``.
     """
-    data, cut, size = read(path, cap)
+    data, cut, size = read(path, cap, offset)
     if cut:
         data = data[:utf8_end(data, len(data))]
     try:

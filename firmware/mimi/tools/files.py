@@ -23,13 +23,6 @@ def _writable(path):
     return p
 
 
-def _decode(data, path):
-    try:
-        return data.decode()
-    except UnicodeError:
-        raise ValueError("%s is not UTF-8 text" % path)
-
-
 def read_file(args, ctx):
     """``path``, optional ``offset`` and ``length`` (bytes, at most ``TOOL_READ_MAX_BYTES``)."""
     p = fs.check_file(args["path"])
@@ -44,7 +37,10 @@ def read_file(args, ctx):
         return "(offset %d is at or past the end: the file has %d bytes)" % (offset, size)
     a = fs.utf8_start(data, 0)
     b = fs.utf8_end(data, len(data)) if cut else len(data)
-    text = _decode(data[a:b], p)
+    try:
+        text = data[a:b].decode()
+    except UnicodeError:
+        raise ValueError("%s is not UTF-8 text" % p)
     a += offset
     b += offset
     if a == 0 and b >= size:
@@ -72,11 +68,9 @@ def edit_file(args, ctx):
         raise ValueError("old_text is empty: give the exact text to replace")
     limit = config.TOOL_WRITE_MAX_BYTES
     with memory.LOCK:
-        data, cut, size = fs.read(p, limit)
+        text, cut, size = fs.read_text(p, limit)
         if cut:
             raise ValueError("%s is %d bytes, too large to edit (limit %d): rewrite it in parts" % (p, size, limit))
-        text = _decode(data, p)
-        data = None
         n = text.count(old)
         if n != 1:
             raise ValueError("old_text was not found in %s (read_file it and copy the text exactly)" % p if not n else
@@ -145,14 +139,11 @@ def read_section(args, ctx):
         return "no heading matching '%s' in %s. Headings: %s" % (args["heading"], p, "; ".join(heads) or "none")
     start = found[1]
     stop = fs.size(p) if end is None else end
-    length = min(stop - start, config.TOOL_SECTION_MAX_BYTES)
-    data = fs.read(p, length, start)[0]
-    if start + length < stop:
-        data = data[:fs.utf8_end(data, len(data))]
-        nxt = start + len(data)
-        return "%s\n[section continues: read_file %s offset=%d length=%d]" % (
-            _decode(data, p).rstrip("\n"), p, nxt, stop - nxt)
-    return _decode(data, p).rstrip("\n")
+    text = fs.read_text(p, min(stop - start, config.TOOL_SECTION_MAX_BYTES), start)[0]
+    if stop - start > config.TOOL_SECTION_MAX_BYTES:
+        nxt = start + len(text.encode())
+        return "%s\n[section continues: read_file %s offset=%d length=%d]" % (text.rstrip("\n"), p, nxt, stop - nxt)
+    return text.rstrip("\n")
 
 
 def search_files(args, ctx):
