@@ -39,13 +39,13 @@ from mimi.storage import fs, memory, skills
 # The static rules (section 1) ship next to this module and are read straight into the
 # buffer each turn: no heap at import, and no tool can reach them (they are not in /data).
 _RULES_PATH = __file__.rsplit("/", 1)[0] + "/rules.md"
-_RULES_MISSING = b"# Who you are\nYou are mimi, a personal assistant on a small board. Be brief.\n"
+_RULES_MISSING = const(b"# Who you are\nYou are mimi, a personal assistant on a small board. Be brief.\n")
 # The sentences of the turn block (section 7), by key: same place, same reasons.
 _TURN_PATH = __file__.rsplit("/", 1)[0] + "/turn.md"
 
 _TAG = const("ctx")
-_ROOM = b"\n[cut for room]"
-_CUT = "\n[cut at byte %d of %d: read_file %s offset=%d for the rest]"
+_ROOM = const(b"\n[cut for room]")
+_CUT = const("\n[cut at byte %d of %d: read_file %s offset=%d for the rest]")
 _RESERVE = const(240)  # room kept for the lines the turn block learns while writing
 
 

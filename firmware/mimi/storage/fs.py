@@ -21,9 +21,11 @@ power between any two steps.
 """
 import os
 
+from micropython import const
+
 from mimi import config, seam
 
-_TMP = ".~tmp"
+_TMP = const(".~tmp")
 
 _open = open
 _rename = os.rename
