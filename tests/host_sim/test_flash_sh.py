@@ -101,7 +101,8 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
     flash_sh("--port", vboard.port, "deploy", env=env)
     want = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware"))
             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
-            for n in names if n.endswith(".py")}
+            for n in names if n.endswith((".py", ".md", ".jsonl"))}
+    assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl"} <= want
     assert _files(board / "lib") == want
     assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()
     assert (board / "boot.py").exists()
@@ -133,11 +134,22 @@ def test_deploy_mpy_compiles_the_package_and_the_board_imports_it(vboard):
     (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the .mpy')\n")
     flash_sh("--port", vboard.port, "deploy", "--mpy")
     files = _files(board / "lib")
-    assert files and all(f.endswith(".mpy") for f in files), files
+    code = [f for f in files if not f.endswith((".md", ".jsonl"))]
+    assert code and all(f.endswith(".mpy") for f in code), files
     assert "mimi/app.mpy" in files and (board / "main.py").exists()
+    # The data files go as they are: the context reads its rules, the registry its tools.
+    assert "mimi/agent/rules.md" in files and "mimi/tools/tools.jsonl" in files
+    assert (board / "lib" / "mimi" / "tools" / "tools.jsonl").read_bytes() == open(
+        os.path.join(ROOT, "firmware", "mimi", "tools", "tools.jsonl"), "rb").read()
     vboard.read()
     flash_sh("--port", vboard.port, "reset")
     assert vboard.wait_for(b"[app] started"), vboard.out.decode(errors="replace")
+    # A compiled registry finds tools.jsonl beside it (its __file__ is the .mpy's path).
+    p = subprocess.run([os.path.join(BIN, "mpremote"), "connect", vboard.port, "resume", "exec",
+                        "from mimi.tools import files, registry\nfiles.register_all()\n"
+                        "t = registry.get('read_file')\nprint('@@', t.group, t.schema['required'], t.description[:22])"],
+                       capture_output=True, text=True, timeout=60)
+    assert "@@ file ['path'] Read a text file under" in p.stdout, p.stdout + p.stderr
 
 
 def _recorder(tmp_path, name):
