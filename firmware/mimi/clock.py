@@ -13,13 +13,8 @@ from micropython import const
 
 from mimi import config, log, seam
 
-TAG = "clock"
-
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_TZ_MAX_EAST_S = 14 * 3600
-_TZ_MAX_WEST_S = 12 * 3600
 _SET_AFTER_S = const(1704067200)  # 2024-01-01, as seam.clock_synced: earlier was never set
-_TZ_HELP = "use a UTC offset such as +08:00, -05:30 or UTC+8"
 
 _tz = [None, 0]  # the last parsed setting text and its offset in seconds
 
@@ -30,18 +25,11 @@ def parse_tz(text):
     Accepts ``+08:00``, ``-05:30``, ``+0530``, ``+8``, ``UTC+8``, ``GMT-3``, ``UTC``,
     ``Z``. Raises ``ValueError`` naming the accepted forms. Range -12:00 to +14:00.
     """
-    if not isinstance(text, str):
-        raise ValueError("time zone must be text: " + _TZ_HELP)
-    s = text.strip().upper()
-    for prefix in ("UTC", "GMT"):
-        if s.startswith(prefix):
-            s = s[3:].strip()
-            break
+    s = text.strip().upper() if isinstance(text, str) else "?"
+    if s[:3] in ("UTC", "GMT"):
+        s = s[3:].strip()
     if s in ("", "Z"):
         return 0
-    if s[0] not in "+-":
-        raise ValueError("time zone '%s' has no sign: %s" % (text, _TZ_HELP))
-    sign = -1 if s[0] == "-" else 1
     body = s[1:].strip()
     if ":" in body:
         h, m = body.split(":", 1)
@@ -49,19 +37,20 @@ def parse_tz(text):
         h, m = body[:2], body[2:]
     else:
         h, m = body, "0"
-    if not (h.isdigit() and m.isdigit()) or len(h) > 2 or len(m) > 2 or int(m) > 59:
-        raise ValueError("time zone '%s' not understood: %s" % (text, _TZ_HELP))
-    off = sign * (int(h) * 3600 + int(m) * 60)
-    if off > _TZ_MAX_EAST_S or -off > _TZ_MAX_WEST_S:
-        raise ValueError("time zone '%s' is outside -12:00..+14:00" % text)
+    if s[0] not in "+-" or not (h.isdigit() and m.isdigit()) or len(h) > 2 or len(m) > 2 or int(m) > 59:
+        raise ValueError("time zone %r not understood: use a UTC offset such as +08:00, -05:30 or UTC+8" % (text,))
+    off = int(h) * 3600 + int(m) * 60
+    if s[0] == "-":
+        off = -off
+    if not -43200 <= off <= 50400:  # -12:00..+14:00
+        raise ValueError("time zone %r is outside -12:00..+14:00" % (text,))
     return off
 
 
 def format_tz(offset_s):
     """Seconds east of UTC as ``+08:00`` / ``-05:30``."""
-    sign = "-" if offset_s < 0 else "+"
     m = abs(int(offset_s)) // 60
-    return "%s%02d:%02d" % (sign, m // 60, m % 60)
+    return "%s%02d:%02d" % ("-" if offset_s < 0 else "+", m // 60, m % 60)
 
 
 def offset_s():
@@ -71,7 +60,7 @@ def offset_s():
         try:
             off = parse_tz(text)
         except ValueError as e:
-            log.warn(TAG, "setting tz: %s; using UTC", e)
+            log.warn("clock", "setting tz: %s; using UTC", e)
             off = 0
         _tz[0] = text
         _tz[1] = off
@@ -102,21 +91,17 @@ def local(epoch_s=None):
     """
     if epoch_s is None:
         epoch_s = seam.time_s()
-    t = seam.gmtime(int(epoch_s) + offset_s())
-    return (t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7])
+    return tuple(seam.gmtime(int(epoch_s) + offset_s()))[:8]
 
 
 def date_str(epoch_s=None):
     """Local date as ``YYYY-MM-DD`` (the name of that day's note)."""
-    t = local(epoch_s)
-    return "%04d-%02d-%02d" % (t[0], t[1], t[2])
+    return "%04d-%02d-%02d" % local(epoch_s)[:3]
 
 
 def iso_local(epoch_s=None):
     """Local time as ISO 8601 with its offset: ``2026-01-05T14:30:00+08:00``."""
-    t = local(epoch_s)
-    return "%04d-%02d-%02dT%02d:%02d:%02d%s" % (t[0], t[1], t[2], t[3], t[4], t[5],
-                                                format_tz(offset_s()))
+    return "%04d-%02d-%02dT%02d:%02d:%02d" % local(epoch_s)[:6] + format_tz(offset_s())
 
 
 def mode(hour):
@@ -140,43 +125,36 @@ def local_to_epoch(year, month, mday, hour=0, minute=0, second=0):
 def parse_local(text):
     """Parse ``YYYY-MM-DD HH:MM[:SS]`` (or with ``T``) as local time; return unix seconds.
 
-    Raises ``ValueError`` naming the expected form.
+    Raises ``ValueError`` naming the expected form (also for a day the month lacks).
     """
-    s = str(text).strip().replace("T", " ")
-    bad = "time '%s' not understood: use YYYY-MM-DD HH:MM (local time)" % text
-    parts = s.split(" ")
-    if len(parts) != 2:
-        raise ValueError(bad)
-    d = parts[0].split("-")
-    t = parts[1].split(":")
-    if len(d) != 3 or not 2 <= len(t) <= 3:
-        raise ValueError(bad)
+    bad = ValueError("time '%s' is not a local date and time YYYY-MM-DD HH:MM" % text)
+    p = str(text).strip().replace("T", " ").split(" ")
+    if len(p) != 2 or p[0].count("-") != 2:
+        raise bad
+    p = p[0].split("-") + p[1].split(":")
     nums = []
-    for x in d + t:
+    for x in p:
         if not x.isdigit():
-            raise ValueError(bad)
+            raise bad
         nums.append(int(x))
-    while len(nums) < 6:
-        nums.append(0)
-    y, mo, md, h, mi, sec = nums
-    if not (1 <= mo <= 12 and 1 <= md <= 31 and h < 24 and mi < 60 and sec < 60):
-        raise ValueError(bad)
+    if not 5 <= len(nums) <= 6:
+        raise bad
+    nums.append(0)
+    y, mo, md, h, mi, sec = nums[:6]
+    if not (1 <= mo <= 12 and h < 24 and mi < 60 and sec < 60):
+        raise bad
     e = local_to_epoch(y, mo, md, h, mi, sec)
     if local(e)[2] != md:  # 31 February and the like roll over
-        raise ValueError("time '%s': no such date" % text)
+        raise bad
     return e
 
 
 def parse_hhmm(text):
     """Parse ``HH:MM`` (00:00-23:59); return minutes after midnight. ``ValueError`` otherwise."""
-    s = str(text).strip()
-    p = s.split(":")
-    if len(p) != 2 or not (p[0].isdigit() and p[1].isdigit()) or len(p[1]) != 2:
-        raise ValueError("time of day '%s' not understood: use HH:MM, 00:00 to 23:59" % text)
-    h, m = int(p[0]), int(p[1])
-    if h > 23 or m > 59:
-        raise ValueError("time of day '%s' not understood: use HH:MM, 00:00 to 23:59" % text)
-    return h * 60 + m
+    p = str(text).strip().split(":")
+    if len(p) == 2 and p[0].isdigit() and p[1].isdigit() and len(p[1]) == 2 and int(p[0]) < 24 and int(p[1]) < 60:
+        return int(p[0]) * 60 + int(p[1])
+    raise ValueError("time of day '%s' not understood: use HH:MM, 00:00 to 23:59" % text)
 
 
 def next_daily(minutes, after_s):

@@ -187,8 +187,6 @@ HW_DOCS_TOOL_BYTES = const(4096)  # a hardware_docs result
 HW_DOCS_TOOL_CHUNKS = const(4)
 HW_PWM_FREQ_DEFAULT_HZ = const(1000)
 HW_PWM_FREQ_MAX_HZ = const(40000)
-HW_PWM_MAX_CHANNELS = const(8)  # LEDC channels on the ESP32-S3
-HW_PWM_MAX_FREQS = const(4)  # LEDC timers: distinct frequencies at once
 HW_RGB_ON = (24, 24, 24)  # "on" for an addressable RGB LED: dim white (0-255 each)
 HW_FASTPATH_MAX_CHARS = const(80)  # longer messages are never a plain command
 

@@ -233,3 +233,17 @@ def test_missing_rules_file_gives_a_short_rule_not_a_crash():
     t = _text(ctx)
     assert t.startswith("# Who you are\nYou are mimi") and "# This turn" in t
     assert ctx.last["rules"] < 200
+
+
+def test_missing_turn_sentences_leave_them_out_not_a_crash():
+    _seeded()
+    saved = context._TURN_PATH
+    context._TURN_PATH = "/nonexistent/turn.md"
+    try:
+        ctx = context.Context()
+        ctx.build({"channel": "cron", "chat_id": "42", "session": "cron_j1"}, now_s=WORK)
+    finally:
+        context._TURN_PATH = saved
+    t = _text(ctx)
+    assert "Channel: cron, chat 42" in t and "Local time: Thursday 2026-01-01 10:00" in t
+    assert "Working hours" not in t and "scheduler" not in t

@@ -106,7 +106,7 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
     want = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware"))
             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
             for n in names if not n.endswith(".pyc")}
-    assert "mimi/agent/rules.md" in want
+    assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl"} <= want
     assert _files(board / "lib") == want
     assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()
     assert (board / "boot.py").exists()
@@ -149,8 +149,13 @@ def test_the_deployed_mpy_copy_boots_and_answers_a_telegram_message(vboard):
     (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the .mpy')\n")
     flash_sh("--port", vboard.port, "deploy", "--mpy")
     files = _files(board / "lib")
-    assert files and all(f.endswith(".mpy") or f.endswith(".md") for f in files), files
-    assert "mimi/agent/rules.md" in files and "mimi/app.mpy" in files and (board / "main.py").exists()
+    code = [f for f in files if not f.endswith((".md", ".jsonl"))]
+    assert code and all(f.endswith(".mpy") for f in code), files
+    assert "mimi/app.mpy" in files and (board / "main.py").exists()
+    # The data files go as they are: the context reads its rules, the registry its tools.
+    assert "mimi/agent/rules.md" in files and "mimi/tools/tools.jsonl" in files
+    assert (board / "lib" / "mimi" / "tools" / "tools.jsonl").read_bytes() == open(
+        os.path.join(ROOT, "firmware", "mimi", "tools", "tools.jsonl"), "rb").read()
     flash_sh("--port", vboard.port, "seed")  # the real spiffs_seed/
     assert (board / "data" / "config" / "SOUL.md").exists()
     with FakeTelegram(token="123456:FAKE-vboard") as tg, FakeAnthropic(api_key="sk-ant-FAKE-vb") as llm:
@@ -162,6 +167,12 @@ def test_the_deployed_mpy_copy_boots_and_answers_a_telegram_message(vboard):
         tg.wait_sent(lambda c: c.method == "sendMessage", timeout=60)
         assert tg.texts(4242) == ["Deployed and alive."]
         assert len(llm.requests) == 2 and llm.requests[0]["headers"]["x-api-key"] == "sk-ant-FAKE-vb"
+        # The model was offered read_file as the compiled registry describes it (from
+        # tools.jsonl beside the .mpy), and the tool ran on the board's flash.
+        offered = {t["name"]: t for t in llm.requests[0]["json"]["tools"]}
+        assert offered["read_file"]["input_schema"]["required"] == ["path"]
+        soul_first_line = open(board / "data" / "config" / "SOUL.md").read().strip().splitlines()[0]
+        assert soul_first_line in str(llm.requests[1]["json"]["messages"][-1]["content"])
     # What answered was the compiled copy on the board's flash.
     got = _board_exec(vboard.port, "from mimi import app\nprint(app.__file__)")
     assert got == "/lib/mimi/app.mpy", got

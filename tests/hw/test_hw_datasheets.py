@@ -18,6 +18,16 @@ def _flash(files):
     return root
 
 
+def _count(ix):
+    """Chunks in an index ``[stamp, files, chunks, aliases]`` (4 ints per chunk)."""
+    return len(ix[2]) // 4
+
+
+def _chunk(ix, i):
+    """``(file number, offset, length, heading offset)`` of chunk ``i``."""
+    return tuple(ix[2][4 * i:4 * i + 4])
+
+
 def test_aliases_from_a_markdown_table():
     _flash({"myboard.md": "# B\n\n## Pin Aliases\n\n| alias | pin | kind |\n|---|---|---|\n"
                           "| red_led | 13 |\n| Porch Light | GPIO4 | output |\n| `door` | IO 5 | input, active low |\n"
@@ -41,8 +51,10 @@ def test_aliases_are_per_board_plus_generic_and_the_board_wins():
     assert ds.aliases("board-a") == {"lamp": (4, "out"), "bell": (8, "out")}
     assert ds.aliases("board-b") == {"lamp": (5, "out"), "fan": (6, "out"), "bell": (8, "out")}
     assert ds.aliases("nothing-here") == {"lamp": (7, "out"), "bell": (8, "out")}
-    assert ds.board_of_name("ESP32-S3-DevKitC-1.md") == "esp32-s3-devkitc-1"
-    assert ds.board_of_name("generic.txt") is None
+    # the file name, lower-cased and without the extension, is the board; generic.txt too is for all
+    _flash({"ESP32-S3-DevKitC-1.md": "## Pin Aliases\nlamp: 4\n", "generic.txt": "## Pin Aliases\nbell: 8\n"})
+    assert ds.aliases("esp32-s3-devkitc-1") == {"lamp": (4, "out"), "bell": (8, "out")}
+    assert ds.aliases("other") == {"bell": (8, "out")}
 
 
 def test_pin_and_alias_parsing_edge_cases():
@@ -62,11 +74,12 @@ def test_chunks_follow_headings_and_stay_under_the_cap():
     data = text.encode()
     texts = []
     prev_end = 0
-    for i in range(len(ix)):
-        assert ix.c_len[i] <= config.HW_CHUNK_MAX_BYTES
-        assert ix.c_off[i] == prev_end  # contiguous: nothing lost, nothing doubled
-        prev_end = ix.c_off[i] + ix.c_len[i]
-        raw = data[ix.c_off[i]:prev_end]
+    for i in range(_count(ix)):
+        fi, off, n, head = _chunk(ix, i)
+        assert n <= config.HW_CHUNK_MAX_BYTES
+        assert off == prev_end  # contiguous: nothing lost, nothing doubled
+        prev_end = off + n
+        raw = data[off:prev_end]
         raw.decode()  # every chunk ends on a character boundary
         texts.append(ds.text(ix, i))
     assert prev_end == len(data)
@@ -91,7 +104,7 @@ def test_no_datasheet_folder_is_not_an_error():
     support.fresh_flash()
     ds.forget()
     ix = ds.index()
-    assert len(ix) == 0 and ds.aliases() == {}
+    assert _count(ix) == 0 and ds.aliases() == {}
     assert "no datasheets" in ds.files_text()
 
 
@@ -104,11 +117,11 @@ def test_the_shipped_devkitc_datasheet():
     al = ds.aliases("esp32-s3-devkitc-1")
     assert al["rgb_led"] == (38, "ws2812") and al["onboard_led"] == (38, "ws2812")
     assert al["boot_button"] == (0, "in") and al["板载灯"] == (38, "ws2812")
-    assert ds.index().aliases.get(None) == {}  # generic.md's examples are prose, not aliases
     ix = ds.index()
+    assert ix[3].get(None) == {}  # generic.md's examples are prose, not aliases
     heads = []
-    for i in range(len(ix)):
-        assert ix.c_len[i] <= config.HW_CHUNK_MAX_BYTES
+    for i in range(_count(ix)):
+        assert _chunk(ix, i)[2] <= config.HW_CHUNK_MAX_BYTES
         heads.append(ds.text(ix, i).split("\n", 1)[0])
     for h in ("## Pin Aliases", "## Header J1 (left side, USB ports at the bottom)", "## Header J3 (right side)",
               "## Onboard RGB LED", "## BOOT and RESET buttons", "## Strapping pins", "## Analog inputs (ADC)"):

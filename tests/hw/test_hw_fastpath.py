@@ -119,3 +119,7 @@ def test_parse_alone():
     assert fastpath.parse("关灯", known) == ("off", "灯", True)
     assert fastpath.parse("开关灯", known) is None  # "switch light": not a command form we know
     assert fastpath.parse("toggle porch light", known) == ("toggle", "porch_light", False)
+    # negations are whole English words: "knot" holds "not" but negates nothing
+    known["knot_light"] = (6, "out")
+    assert fastpath.parse("turn on the knot light", known) == ("on", "knot_light", False)
+    assert fastpath.parse("do not turn on the knot light", known) is None

@@ -65,7 +65,7 @@ def test_hard_rules_cannot_be_lifted_by_the_owner():
 
 def test_a_broken_file_refuses_every_pin_until_fixed():
     for bad in ('{"alow": [19]}', "not json", '{"deny": ["4"]}', '{"octal_psram": "no"}', "[1, 2]",
-                '{"only": [99]}'):
+                '{"only": [99]}', '{"deny": 4}', "[5]", '{"allow": [true]}'):
         _fresh(bad)
         e = support.raises(pins.PinRefused, pins.check, 5)
         assert e.rule == "policy_file" and config.HW_POLICY_PATH in str(e)
@@ -97,8 +97,9 @@ def test_summary_lists_allowed_warned_and_refused_groups():
     assert "refused (no_such_pin): 22-25" in s and "octal_psram" not in s
 
 
-def test_profile_follows_the_configured_board():
+def test_every_board_gets_the_s3_table():
     _fresh()
-    assert pins.profile_name() == "esp32-s3"
-    assert pins.profile_name("esp32-s3-devkitc-1") == "esp32-s3"
-    assert pins.profile_name("some-other-board") == "esp32-s3"  # mimi runs only on the S3
+    for board in ("esp32-s3-devkitc-1", "some-other-board"):  # mimi runs only on the S3
+        config.set("board", board)
+        assert _rule(19) == "usb" and _rule(30) == "flash" and pins.check(4) is None
+    config.reset("board")

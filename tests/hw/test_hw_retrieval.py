@@ -39,7 +39,7 @@ def test_score_is_one_per_keyword_plus_two_for_the_configured_board():
     _flash()
     ix = ds.index()
     ranked = retrieval.rank(ix, [b"relay", b"module"], 10)
-    got = [(s, ix.source(i), ds.text(ix, i).split("\n", 1)[0]) for s, i in ranked]
+    got = [(s, ix[1][ix[2][4 * i]][0].rsplit("/", 1)[1], ds.text(ix, i).split("\n", 1)[0]) for s, i in ranked]
     assert got == [(4, BOARD + ".md", "## Relay wiring"),  # 2 words + board
                    (2, "generic.md", "## Relays"),  # 2 words, every board: no boost
                    (2, "other-board.md", "## Relay wiring")]  # another board: no boost

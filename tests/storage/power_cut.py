@@ -4,10 +4,9 @@
 open, every chunk written, every close, rename and remove is one step, and step ``k``
 fails with ``Cut`` as a power cut would: a chunk being written lands half-way, and after
 the cut nothing else happens (a later close only releases the handle, a later rename or
-remove does nothing). ``fat=True`` makes rename refuse to replace an existing file, as
-FAT does, so the ``.~bak`` path is exercised too.
+remove does nothing).
 
-``each_cut(setup, op, verify, fat)`` runs ``op`` once whole, then once for every step with
+``each_cut(setup, op, verify)`` runs ``op`` once whole, then once for every step with
 the cut at that step, calling ``verify()`` after each; returns the number of steps.
 """
 import os
@@ -20,11 +19,10 @@ class Cut(Exception):
 
 
 class _Harness:
-    def __init__(self, k, fat):
+    def __init__(self, k):
         self.k = k
         self.n = 0
         self.dead = False
-        self.fat = fat
 
     def step(self):
         if self.dead:
@@ -43,13 +41,6 @@ class _Harness:
     def rename(self, a, b):
         if self.step():
             raise Cut("cut at rename")
-        if self.fat:
-            try:
-                os.stat(b)
-                raise OSError(17, "exists")
-            except OSError as e:
-                if e.args[0] == 17:
-                    raise
         os.rename(a, b)
 
     def remove(self, p):
@@ -93,8 +84,8 @@ class _File:
 _saved = []
 
 
-def install(k, fat=False):
-    h = _Harness(k, fat)
+def install(k):
+    h = _Harness(k)
     _saved.append((fs._open, fs._rename, fs._remove))
     fs._open = h.open
     fs._rename = h.rename
@@ -106,10 +97,10 @@ def uninstall():
     fs._open, fs._rename, fs._remove = _saved.pop()
 
 
-def each_cut(setup, op, verify, fat=False):
+def each_cut(setup, op, verify):
     """Run ``op`` whole and then cut at each step; ``verify()`` after every run."""
     setup()
-    h = install(None, fat)
+    h = install(None)
     try:
         op()
     finally:
@@ -119,7 +110,7 @@ def each_cut(setup, op, verify, fat=False):
     assert total >= 2, "too few steps to be a real write: %d" % total
     for k in range(1, total + 1):
         setup()
-        install(k, fat)
+        install(k)
         try:
             op()
             cut = False

@@ -93,4 +93,4 @@ def test_memory_writes_survive_a_power_cut_at_every_step():
         assert d in (b"# 2026-01-01\n\n" + b"n\n" * 400, b"# 2026-01-01\n\n" + b"n\n" * 400 + b"- added\n")
 
     power_cut.each_cut(setup, lambda: memory.write_memory("new\n" * 400), verify)
-    power_cut.each_cut(setup, lambda: memory.append_daily("- added", T0), verify, True)
+    power_cut.each_cut(setup, lambda: memory.append_daily("- added", T0), verify)

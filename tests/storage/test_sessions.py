@@ -297,5 +297,4 @@ def test_rotation_survives_a_power_cut_at_every_step():
     def op():
         sessions.append("tg_1", _user(99))
 
-    for fat in (False, True):
-        _with_rotate_at(1500, lambda: power_cut.each_cut(setup, op, verify, fat))
+    _with_rotate_at(1500, lambda: power_cut.each_cut(setup, op, verify))

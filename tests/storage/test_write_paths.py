@@ -32,11 +32,10 @@ def test_write_file_and_edit_file_tools():
         text = fs.read("/data/memory/MEMORY.md", 20000)[0].decode()
         assert text in (OLD, "new\n" * 500, OLD.replace("# Memory", "# Long-term memory")), len(text)
 
-    for fat in (False, True):
-        power_cut.each_cut(setup, lambda: _tool("write_file", path="/data/memory/MEMORY.md", content="new\n" * 500),
-                           verify, fat)
-        power_cut.each_cut(setup, lambda: _tool("edit_file", path="/data/memory/MEMORY.md", old_text="# Memory",
-                                                new_text="# Long-term memory"), verify, fat)
+    power_cut.each_cut(setup, lambda: _tool("write_file", path="/data/memory/MEMORY.md", content="new\n" * 500),
+                       verify)
+    power_cut.each_cut(setup, lambda: _tool("edit_file", path="/data/memory/MEMORY.md", old_text="# Memory",
+                                            new_text="# Long-term memory"), verify)
 
 
 def test_cron_remove():
@@ -54,7 +53,7 @@ def test_cron_remove():
     def verify():
         assert [j["id"] for j in cronjobs.list()] in (["j1", "j2", "j3"], ["j1", "j3"])
 
-    power_cut.each_cut(setup, lambda: cronjobs.remove("j2"), verify, True)
+    power_cut.each_cut(setup, lambda: cronjobs.remove("j2"), verify)
 
 
 def test_session_clear_and_a_pruning_rotation():
@@ -82,6 +81,6 @@ def test_session_clear_and_a_pruning_rotation():
     config.SESSION_ROTATE_BYTES, config.SESSION_ARCHIVES_MAX = 600, 3
     try:
         power_cut.each_cut(setup, lambda: sessions.clear("tg_1"), verify)
-        power_cut.each_cut(setup, lambda: sessions.append("tg_1", {"role": "user", "content": "new"}), verify, True)
+        power_cut.each_cut(setup, lambda: sessions.append("tg_1", {"role": "user", "content": "new"}), verify)
     finally:
         config.SESSION_ROTATE_BYTES, config.SESSION_ARCHIVES_MAX = saved

@@ -20,13 +20,18 @@ note is over ``CONTEXT_CONTINUE_MIN_BYTES`` and was written within
 since the last turn (content hash of what the prompt holds).
 
 Files are read straight into the buffer (no copy); a cut falls on a UTF-8 character
-boundary and is marked. Every write goes through ``_put``, which cannot pass the end of
-the buffer, whatever the files hold.
+boundary and is marked. Every write goes through ``_put`` or ``_fill``, which cannot
+pass the end of the buffer, whatever the files hold.
 
-The static rules are ``rules.md`` beside this module (deploy it with the package); if
-it is missing a one-line rule stands in and a warning is logged.
+The static rules are ``rules.md`` beside this module, and the sentences of the turn
+block (time-of-day hints, the cron and heartbeat notes, continuation) are the lines of
+``turn.md`` there: long fixed text stays off the heap. Deploy both with the package; if
+``rules.md`` is missing a one-line rule stands in, if ``turn.md`` is, its sentences are
+left out (a warning is logged either way).
 """
 import hashlib
+
+from micropython import const
 
 from mimi import clock, config, log, seam
 from mimi.storage import fs, memory, skills
@@ -34,30 +39,14 @@ from mimi.storage import fs, memory, skills
 # The static rules (section 1) ship next to this module and are read straight into the
 # buffer each turn: no heap at import, and no tool can reach them (they are not in /data).
 _RULES_PATH = __file__.rsplit("/", 1)[0] + "/rules.md"
-_RULES_MISSING = (b"# Who you are\nYou are mimi, a personal assistant on an ESP32-S3 board. Be brief; "
-                  b"read before you write; save what matters in /data/memory/MEMORY.md.\n")
+_RULES_MISSING = const(b"# Who you are\nYou are mimi, a personal assistant on a small board. Be brief.\n")
+# The sentences of the turn block (section 7), by key: same place, same reasons.
+_TURN_PATH = __file__.rsplit("/", 1)[0] + "/turn.md"
 
-
-_HINT = {
-    "morning": "Morning: a short plan for the day may be welcome; yesterday's note is below.",
-    "work": "Working hours: be brief and practical.",
-    "break": "Break time: keep it light.",
-    "evening": "Evening: a good moment to tidy today's note and move lasting facts to MEMORY.md.",
-    "night": "Night: keep replies short; leave non-urgent things for the morning.",
-}
-
-# Sections that may be cut, highest priority first, per mode; the rules and the turn
-# block are never left out. Morning ranks yesterday's note over the skills; break and
-# night give up the skills index first.
-_KEEP_DAY = ("soul", "user", "memory", "skills", "notes")
-_KEEP_NOTES = ("soul", "user", "memory", "notes", "skills")
-_NOTES_FIRST = ("morning", "break", "night")
-
-TAG = "ctx"
-_ROOM = b"\n[cut for room]"
-_CUT = "\n[cut at byte %d of %d: read_file %s offset=%d for the rest]"
-_RESERVE = 240  # room kept for the lines the turn block learns while writing
-_NAMES = {"soul": "SOUL.md", "user": "USER.md", "memory": "MEMORY.md"}
+_TAG = const("ctx")
+_ROOM = const(b"\n[cut for room]")
+_CUT = const("\n[cut at byte %d of %d: read_file %s offset=%d for the rest]")
+_RESERVE = const(240)  # room kept for the lines the turn block learns while writing
 
 
 class Context:
@@ -75,56 +64,19 @@ class Context:
         """The prompt of the last ``build``: ``memoryview`` of ``n`` bytes (UTF-8)."""
         return self.mv[:self.n]
 
-    # -- writing -------------------------------------------------------------------
-
     def _put(self, data):
-        """Copy ``data`` at the write position; never past the end. Returns bytes written."""
+        """Copy ``data`` at the write position; never past the end (cut at a character)."""
         k = len(data)
-        room = self.size - self.n
-        if k > room:
-            k = fs.utf8_end(data, room)
+        if k > self.size - self.n:
+            k = fs.utf8_end(data, self.size - self.n)
             data = memoryview(data)[:k]
         self.mv[self.n:self.n + k] = data
         self.n += k
-        return k
-
-    def _nl(self):
-        """End the section with one newline (not two when its text already ends in one)."""
-        if self.n and self.buf[self.n - 1] != 10:
-            self._put(b"\n")
-
-    def _text(self, head, data, give, mark):
-        """Write ``head`` then ``data`` (bytes) in at most ``give`` bytes, cut with ``mark``."""
-        room = give - len(head) - 1
-        if room <= 0:
-            return
-        self._put(head)
-        if len(data) <= room:
-            self._put(data)
-        else:
-            end = fs.utf8_end(data, max(0, room - len(mark)))
-            self._put(memoryview(data)[:end])
-            self._put(mark)
-        self._nl()
-
-    def _parts(self, head, parts, give):
-        """Like ``_text`` for a list of byte strings (the recent notes), without joining them."""
-        room = give - len(head) - 1
-        if room <= 0:
-            return
-        self._put(head)
-        stop = self.n + room
-        for p in parts:
-            if self.n + len(p) > stop:
-                end = fs.utf8_end(p, max(0, stop - len(_ROOM) - self.n))
-                self._put(memoryview(p)[:end])
-                self._put(_ROOM)
-                break
-            self._put(p)
-        self._nl()
 
     def _fill(self, f, stop):
-        """Read from file ``f`` into the buffer up to ``stop``; then close ``f``."""
+        """Read from file ``f`` into the buffer up to ``stop`` (then back to a character
+        boundary); close ``f``."""
+        start = self.n
         try:
             while self.n < stop:
                 k = f.readinto(self.mv[self.n:stop])
@@ -133,40 +85,42 @@ class Context:
                 self.n += k
         finally:
             f.close()
+        self.n = start + fs.utf8_end(self.mv[start:self.n], self.n - start)
 
-    def _file(self, head, path, size, cap, give):
-        """Read ``path`` (``size`` bytes) straight into the buffer after ``head``, within ``give``."""
-        room = min(give - len(head) - 1, cap)
-        if room <= 0:
-            return 0, 0
+    def _section(self, head, body, give, size):
+        """Write ``head`` and ``body`` in at most ``give`` bytes, ending in a newline.
+
+        ``body``: a file's device path (``size`` bytes, read straight into the buffer; a
+        cut says where the rest is) or a list of byte strings (a cut says ``[cut for
+        room]``). Returns the start and end of the body in the buffer.
+        """
+        stop = self.n + give - 1
+        if stop <= self.n + len(head):
+            return self.n, self.n  # no room for any of it
         self._put(head)
-        start = self.n
-        take = size if size <= room else max(0, room - len(_CUT % (size, size, path, size)))
-        real = 0
-        try:
-            f, real = fs.open_read(path)
-            self._fill(f, min(start + take, self.size))
-        except (OSError, ValueError):
-            pass
-        end = fs.utf8_end(self.mv[start:self.n], self.n - start)
-        self.n = start + end
-        if real > end:
-            self._put((_CUT % (end, real, path, end)).encode())
-        self._nl()
-        return start, start + end
-
-    def _rules(self, cap):
-        """Section 1: ``rules.md`` read into the start of the buffer (at most ``cap`` bytes)."""
-        try:
-            f = open(_RULES_PATH, "rb")
-        except OSError:
-            log.warn(TAG, "%s is missing: using a one-line rule", _RULES_PATH)
-            self._put(_RULES_MISSING)
-            return
-        self._fill(f, cap)
-        self.n = fs.utf8_end(self.mv[:self.n], self.n)
-
-    # -- building ------------------------------------------------------------------
+        s = self.n
+        if isinstance(body, str):
+            mark = len(_CUT % (size, size, body, size))  # the largest the mark can be
+            total = 0
+            try:
+                f, total = fs.open_read(body)
+                self._fill(f, s + (total if total <= stop - s else max(0, stop - s - mark)))
+            except (OSError, ValueError):
+                pass
+            e = self.n
+            if total > e - s:
+                self._put((_CUT % (e - s, total, body, e - s)).encode())
+        else:
+            for p in body:
+                if self.n + len(p) > stop:
+                    self._put(memoryview(p)[:fs.utf8_end(p, max(0, stop - len(_ROOM) - self.n))])
+                    self._put(_ROOM)
+                    break
+                self._put(p)
+            e = self.n
+        if self.buf[self.n - 1] != 10:
+            self._put(b"\n")
+        return s, e
 
     def build(self, msg, extra=None, now_s=None):
         """Write the system prompt for inbound ``msg``; return its length in bytes.
@@ -178,80 +132,81 @@ class Context:
         nothing on flash. Never raises for missing or odd files (they are skipped).
         """
         now = seam.time_s() if now_s is None else now_s
-        synced = clock.synced(now)
-        mode = clock.mode(clock.local(now)[3]) if synced else None
-        keep = _KEEP_NOTES if mode in _NOTES_FIRST else _KEEP_DAY
-
-        files = {}
-        for key, path, cap in (("soul", config.SOUL_PATH, config.CONTEXT_SOUL_MAX_BYTES),
-                               ("user", config.USER_PATH, config.CONTEXT_USER_MAX_BYTES),
-                               ("memory", config.MEMORY_PATH, config.CONTEXT_MEMORY_MAX_BYTES)):
-            files[key] = (path, fs.size(path) or 0, cap)
-        notes = memory.recent_parts(cap=config.CONTEXT_NOTES_MAX_BYTES, epoch_s=now)
-        notes_len = 0
-        for part in notes:
-            notes_len += len(part)
+        mode = clock.mode(clock.local(now)[3]) if clock.synced(now) else None
+        today = memory.daily_path(now) if mode else ""
         try:
             index = skills.index(config.CONTEXT_SKILLS_MAX_BYTES).encode()
         except (OSError, ValueError):
             index = b""
-        turn = self._turn(msg, now, synced, mode)
-
-        heads = {"soul": b"\n# Personality (/data/config/SOUL.md)\n",
-                 "user": b"\n# About the owner (/data/config/USER.md)\n",
-                 "memory": b"\n# Long-term memory (/data/memory/MEMORY.md)\n",
-                 "notes": b"\n# Recent daily notes\n",
-                 "skills": b"\n# Your skills\n"}
-        want = {}
-        for key in files:
-            size = files[key][1]
-            want[key] = len(heads[key]) + min(size, files[key][2]) + 1 if size else 0
-        want["notes"] = len(heads["notes"]) + notes_len + 1 if notes else 0
-        want["skills"] = len(heads["skills"]) + len(index) + 1 if index else 0
+        # Sections 2-6 in the order they are written: (key, heading, file path or byte
+        # strings, size of the file, bytes wanted).
+        secs = []
+        for key, head, body, cap in (
+                ("soul", b"\n# Personality (/data/config/SOUL.md)\n", config.SOUL_PATH, config.CONTEXT_SOUL_MAX_BYTES),
+                ("user", b"\n# About the owner (/data/config/USER.md)\n", config.USER_PATH, config.CONTEXT_USER_MAX_BYTES),
+                ("memory", b"\n# Long-term memory (/data/memory/MEMORY.md)\n", config.MEMORY_PATH,
+                 config.CONTEXT_MEMORY_MAX_BYTES),
+                ("notes", b"\n# Recent daily notes\n",
+                 memory.recent_parts(cap=config.CONTEXT_NOTES_MAX_BYTES, epoch_s=now), 0),
+                ("skills", b"\n# Your skills\n", [index] if index else [], 0)):
+            size = n = 0
+            if cap:
+                size = fs.size(body) or 0
+                n = min(size, cap)
+            else:
+                for p in body:
+                    n += len(p)
+            secs.append((key, head, body, size, len(head) + n + 1 if n else 0))
+        turn = _turn(msg, now, mode, today)
 
         self.n = 0
-        self._rules(min(config.CONTEXT_RULES_MAX_BYTES, self.size))
+        try:
+            self._fill(open(_RULES_PATH, "rb"), min(config.CONTEXT_RULES_MAX_BYTES, self.size))
+        except OSError:
+            log.warn(_TAG, "%s is missing: using a one-line rule", _RULES_PATH)
+            self._put(_RULES_MISSING)
         last = self.last
         last["rules"] = self.n
+
+        # Room by priority; the lowest goes first. Morning, break and night rank the
+        # recent notes over the skills index.
         left = self.size - self.n - len(turn) - _RESERVE
-        give = {}
+        give = [0] * 5
         dropped = []
-        for key in keep:
-            w = want[key]
+        for i in (0, 1, 2, 3, 4) if mode in ("morning", "break", "night") else (0, 1, 2, 4, 3):
+            w = secs[i][4]
             g = w if w <= left else max(0, left)
             if g < w and g < config.CONTEXT_MIN_SECTION_BYTES:
                 g = 0
-                dropped.append(key)
-            give[key] = g
+                dropped.append(secs[i][2] if i < 3 else "list_dir /data/skills" if i == 4 else
+                               "memory_search / " + (today or config.MEMORY_DIR))
+            give[i] = g
             left -= g
 
         changed = []
-        for key in ("soul", "user", "memory"):
-            path, size, cap = files[key]
+        for i in range(5):
+            key, head, body, size, _ = secs[i]
             at = self.n
-            if give[key]:
-                s, e = self._file(heads[key], path, size, cap, give[key])
-                h = hashlib.sha256(self.mv[s:e])
-                h.update(str(size).encode())
-                d = h.digest()
-                if key in self._hash and self._hash[key] != d:
-                    changed.append(_NAMES[key])
-                self._hash[key] = d
+            if give[i]:
+                s, e = self._section(head, body, give[i], size)
+                if i < 3:  # a note when SOUL.md, USER.md or MEMORY.md changed since the last turn
+                    h = hashlib.sha256(self.mv[s:e])
+                    h.update(str(size).encode())
+                    d = h.digest()
+                    if self._hash.get(key, d) != d:
+                        changed.append(body[body.rfind("/") + 1:])
+                    self._hash[key] = d
             last[key] = self.n - at
-        notes_path = memory.daily_path(now) if synced else ""
-        at = self.n
-        if give["notes"]:
-            self._parts(heads["notes"], notes, give["notes"])
-        last["notes"] = self.n - at
-        at = self.n
-        if give["skills"]:
-            self._text(heads["skills"], index, give["skills"], _ROOM)
-        last["skills"] = self.n - at
-        notes = index = None
+        secs = index = None
 
         at = self.n
         self._put(turn)
-        self._put(self._late_lines(changed, dropped, files, notes_path).encode())
+        late = ""
+        if changed:
+            late = "Changed since the last turn: %s.\n" % ", ".join(changed)
+        if dropped:
+            late += "Left out for room: %s.\n" % ", ".join(dropped)
+        self._put(late[:_RESERVE].encode())
         last["now"] = self.n - at
 
         at = self.n
@@ -260,45 +215,44 @@ class Context:
             if callable(extra):
                 extra = extra(room) if room > 0 else ""
             if extra:
-                self._text(b"\n# For this message\n", extra.encode(), room + 1, _ROOM)
+                self._section(b"\n# For this message\n", [extra.encode()], room + 1, 0)
         last["extra"] = self.n - at
         return self.n
 
-    def _turn(self, msg, now, synced, mode):
-        ch = msg.get("channel", "?")
-        lines = ["\n# This turn",
-                 "Channel: %s, chat %s (session %s)" % (ch, msg.get("chat_id", "?"), msg.get("session", "?"))]
-        if ch in ("cron", "heartbeat"):
-            lines.append("This message comes from the %s, not from a person: act on it, and use "
-                         "send_message if the owner should hear about it." % ("scheduler" if ch == "cron" else "heartbeat"))
-        if synced:
-            lines.append("Local time: %s. %s" % (clock.describe(now), _HINT[mode]))
-            path = memory.daily_path(now)
-            lines.append("Today's note: %s. %s" % (path, self._continuation(path, now)))
-        else:
-            lines.append("Local time: unknown, the clock is not synced yet. Do not guess the date "
-                         "and do not write a daily note until get_current_time gives one.")
-        return ("\n".join(lines) + "\n").encode()
 
-    def _continuation(self, path, now):
-        size = fs.size(path) or 0
-        t = fs.mtime(path) if size else None
-        if size > config.CONTEXT_CONTINUE_MIN_BYTES and t is not None and 0 <= now - t <= config.CONTEXT_CONTINUE_WINDOW_S:
-            return "The conversation continues (the note was written %d min ago)." % ((now - t) // 60)
-        return "A fresh start: nothing written in the last %d min." % (config.CONTEXT_CONTINUE_WINDOW_S // 60)
+def _turn(msg, now, mode, today):
+    """Section 7 as bytes: channel, chat, local time and mode (with its hint), today's note
+    and whether the conversation continues. The sentences are the lines of ``turn.md``."""
+    try:
+        with open(_TURN_PATH, "rb") as f:
+            lines = f.read(2048)  # its first line is a comment: every key follows a newline
+    except OSError:
+        log.warn(_TAG, "%s is missing", _TURN_PATH)
+        lines = b""
+    ch = msg.get("channel", "?")
+    out = "\n# This turn\nChannel: %s, chat %s (session %s)\n" % (ch, msg.get("chat_id", "?"), msg.get("session", "?"))
+    if ch in ("cron", "heartbeat"):
+        out += _say(lines, ch) + "\n"
+    if not mode:
+        return (out + _say(lines, "unsynced") + "\n").encode()
+    size = fs.size(today) or 0
+    t = fs.mtime(today) if size else None
+    win = config.CONTEXT_CONTINUE_WINDOW_S
+    if size > config.CONTEXT_CONTINUE_MIN_BYTES and t is not None and 0 <= now - t <= win:
+        cont = _say(lines, "continues", (now - t) // 60)
+    else:
+        cont = _say(lines, "fresh", win // 60)
+    return (out + "Local time: %s. %s\nToday's note: %s. %s\n" % (
+        clock.describe(now), _say(lines, mode), today, cont)).encode()
 
-    def _late_lines(self, changed, dropped, files, notes_path):
-        out = []
-        if changed:
-            out.append("Changed since the last turn: %s." % ", ".join(changed))
-        if dropped:
-            where = []
-            for key in dropped:
-                if key in files:
-                    where.append(files[key][0])
-                elif key == "notes":
-                    where.append("memory_search / " + (notes_path or config.MEMORY_DIR))
-                else:
-                    where.append("list_dir /data/skills")
-            out.append("Left out for room: %s." % ", ".join(where))
-        return "".join(s + "\n" for s in out)[:_RESERVE]
+
+def _say(lines, key, *args):
+    """The text after ``key: `` on its line of turn.md, with ``args`` filled in ('' when
+    there is no such line)."""
+    i = lines.find(("\n%s: " % key).encode())
+    if i < 0:
+        return ""
+    i += len(key) + 3
+    j = lines.find(b"\n", i)
+    text = lines[i:j if j >= 0 else len(lines)].decode()
+    return text % args if args and "%" in text else text

@@ -15,28 +15,13 @@ States: ``(mode, value)`` with mode ``"out"`` (value 0/1), ``"in"`` (0/1), ``"pw
 from mimi import config, seam
 from mimi.hw import pins
 
-TAG = "gpio"
-
-# pin -> [mode, object (PWM, NeoPixel or None), value (level, pull, (duty, freq), (r, g, b))]
+# pin -> [mode, PWM or NeoPixel or None, value (level, pull, (duty, freq) or (r, g, b))]
 _pins = {}
-_lock = []
-
-
-def init():
-    """Allocate the lock (the app calls this once; the first action does it otherwise)."""
-    if not _lock:
-        _lock.append(seam.allocate_lock())
-
-
-def _locked():
-    init()
-    return _lock[0]
-
-
-def _release(pin):
-    st = _pins.pop(pin, None)
-    if st is not None and st[0] == "pwm":
-        st[1].deinit()
+_lock = seam.allocate_lock()
+# Errors, then the words for each mode (see states_text).
+_TEXT = ("bad value: level 0/1, pull up/down/none, duty 0-100 (%), freq_hz 1-40000, r/g/b 0-255|"
+         "the chip's 8 PWM channels and 4 timers (frequencies) are in use: %s Hz; stop one with a 0/1 write|"
+         "output, level %d|input, level %d|PWM %s%% at %d Hz|RGB %d,%d,%d")
 
 
 def write(pin, level):
@@ -45,13 +30,12 @@ def write(pin, level):
     Returns ``(read_back, warning or None)``. Raises ``PinRefused`` or ``ValueError``.
     """
     if level not in (0, 1):  # True/False are 1/0
-        raise ValueError("level must be 0 or 1")
-    level = int(level)
+        raise ValueError(_TEXT.split("|")[0])
     warn = pins.check(pin)
-    with _locked():
-        _release(pin)
-        p = seam.pin(pin, "out", value=level)  # value= sets the level before the driver turns on
-        _pins[pin] = ["out", None, level]
+    with _lock:
+        reset(pin)
+        p = seam.pin(pin, "out", value=int(level))  # value= sets the level before the driver turns on
+        _pins[pin] = ["out", None, int(level)]
         return (p.value(), warn)
 
 
@@ -63,13 +47,13 @@ def read(pin, pull=None):
     Returns ``(mode, value, warning or None)``; see the module doc for the values.
     """
     if pull not in (None, "up", "down", "none"):
-        raise ValueError("pull must be up, down or none")
+        raise ValueError(_TEXT.split("|")[0])
     warn = pins.check(pin)
-    with _locked():
+    with _lock:
         st = _pins.get(pin)
-        if st is not None and st[0] in ("pwm", "rgb"):
+        if st and st[0] in ("pwm", "rgb"):
             return (st[0], st[2], warn)
-        if st is None or (st[0] == "in" and pull is not None and pull != st[2]):
+        if not st or st[0] == "in" and pull is not None and pull != st[2]:
             p = seam.pin(pin, "in", pull=pull)
             st = _pins[pin] = ["in", None, pull]
         else:
@@ -81,37 +65,31 @@ def pwm(pin, duty_pct, freq_hz=None):
     """PWM on ``pin``: ``duty_pct`` 0-100 (%), ``freq_hz`` 1-40000 (default 1000 Hz).
 
     The ESP32-S3 has 8 PWM channels and 4 timers (so at most 4 different frequencies at
-    once); asking for more raises ``ValueError`` naming the pins in use. Returns the
-    warning or None. ``write(pin, 0)`` stops the PWM.
+    once); asking for more raises ``ValueError``. Returns the warning or None.
+    ``write(pin, 0)`` stops the PWM.
     """
     if freq_hz is None:
         freq_hz = config.HW_PWM_FREQ_DEFAULT_HZ
-    if isinstance(duty_pct, bool) or not isinstance(duty_pct, (int, float)) or not 0 <= duty_pct <= 100:
-        raise ValueError("duty must be 0-100 (%)")
-    if isinstance(freq_hz, bool) or not isinstance(freq_hz, int) or not 1 <= freq_hz <= config.HW_PWM_FREQ_MAX_HZ:
-        raise ValueError("frequency must be 1-%d Hz" % config.HW_PWM_FREQ_MAX_HZ)
+    if type(duty_pct) not in (int, float) or not 0 <= duty_pct <= 100 or type(freq_hz) is not int or \
+            not 1 <= freq_hz <= config.HW_PWM_FREQ_MAX_HZ:
+        raise ValueError(_TEXT.split("|")[0])
     warn = pins.check(pin)
-    duty_u16 = int(duty_pct * 65535 / 100 + 0.5)
-    with _locked():
-        others = [(p, st[2][1]) for p, st in _pins.items() if st[0] == "pwm" and p != pin]
-        if len(others) >= config.HW_PWM_MAX_CHANNELS:
-            raise ValueError("all %d PWM channels are in use (GPIO %s); stop one with a 0/1 write"
-                             % (config.HW_PWM_MAX_CHANNELS, ", ".join(str(p) for p, _ in others)))
-        freqs = []
-        for _, f in others:
-            if f not in freqs:
-                freqs.append(f)
-        if freq_hz not in freqs and len(freqs) >= config.HW_PWM_MAX_FREQS:
-            raise ValueError("the chip's %d PWM timers are busy with %s Hz; use one of those frequencies"
-                             % (config.HW_PWM_MAX_FREQS, ", ".join(str(f) for f in freqs)))
+    duty = int(duty_pct * 655.35 + 0.5)  # duty_u16
+    with _lock:
+        freqs = []  # of the other PWM pins
+        for p in _pins:
+            if _pins[p][0] == "pwm" and p != pin:
+                freqs.append(_pins[p][2][1])
+        if len(freqs) > 7 or freq_hz not in freqs and len(set(freqs)) > 3:
+            raise ValueError(_TEXT.split("|")[1] % freqs)
         st = _pins.get(pin)
-        if st is not None and st[0] == "pwm":
+        if st and st[0] == "pwm":
             if st[2][1] != freq_hz:
                 st[1].freq(freq_hz)
-            st[1].duty_u16(duty_u16)
+            st[1].duty_u16(duty)
         else:
-            _release(pin)
-            st = _pins[pin] = ["pwm", seam.pwm(pin, freq_hz, duty_u16), None]
+            reset(pin)
+            st = _pins[pin] = ["pwm", seam.pwm(pin, freq_hz, duty), None]
         st[2] = (duty_pct, freq_hz)
     return warn
 
@@ -121,18 +99,18 @@ def rgb(pin, r, g, b):
 
     Returns the warning or None. Raises ``PinRefused`` or ``ValueError``.
     """
-    for c in (r, g, b):
-        if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= 255:
-            raise ValueError("colour values must be 0-255")
+    c = (r, g, b)
+    for v in c:
+        if type(v) is not int or not 0 <= v <= 255:
+            raise ValueError(_TEXT.split("|")[0])
     warn = pins.check(pin)
-    with _locked():
+    with _lock:
         st = _pins.get(pin)
-        if st is None or st[0] != "rgb":
-            _release(pin)
-            st = _pins[pin] = ["rgb", seam.neopixel(pin, 1), None]
-        st[1][0] = (r, g, b)
+        if not st or st[0] != "rgb":
+            reset(pin)
+            st = _pins[pin] = ["rgb", seam.neopixel(pin), None]
+        st[1][0] = st[2] = c
         st[1].write()
-        st[2] = (r, g, b)
     return warn
 
 
@@ -140,7 +118,7 @@ def state(pin):
     """What mimi set up on ``pin`` as ``(mode, value)`` (an output's value is the level it
     was told to drive), or None; touches no hardware."""
     st = _pins.get(pin)
-    return None if st is None else (st[0], st[2])
+    return st and (st[0], st[2])
 
 
 def read_all():
@@ -149,50 +127,50 @@ def read_all():
     Pins mimi never touched are left alone (listing them is ``pins.summary()``'s job).
     """
     out = []
-    with _locked():
+    with _lock:
         for p in sorted(_pins):
             st = _pins[p]
-            v = seam.pin(p).value() if st[0] in ("out", "in") else st[2]
-            out.append((p, st[0], v))
+            out.append((p, st[0], seam.pin(p).value() if st[0] in ("out", "in") else st[2]))
     return out
 
 
-def describe(mode, value):
-    """One state in words: ``output, level 1`` / ``PWM 25% at 1000 Hz`` / ``RGB 24,24,24``."""
-    if mode == "out":
-        return "output, level %d" % value
-    if mode == "in":
-        return "input, level %d" % value
-    if mode == "pwm":
-        return "PWM %s%% at %d Hz" % (value[0], value[1])
-    return "RGB %d,%d,%d" % value
+def states_text(names=None, rows=None):
+    """The pin states in words, one line per pin.
 
-
-def states_text(names=None):
-    """The pin states for the serial CLI: one line per pin mimi set up.
-
-    ``names``: ``{pin: "porch_light"}`` to show beside the pins; None takes the aliases of
-    the configured board from the datasheets. Says when the pins are simulated (host).
+    For the serial CLI (``rows`` None): the pins mimi set up (``read_all()``) under a
+    heading that says when they are simulated (host), as ``  GPIO4  output, level 1
+    (porch_light)``. For tools, ``rows`` (``[(pin, mode, value)]``) as ``GPIO4
+    (porch_light): output, level 1`` / ``GPIO5: PWM 25% at 1000 Hz`` / ``GPIO38: RGB
+    24,24,24``. ``names``: ``{pin: "porch_light"}`` to show beside the pins; None takes
+    the configured board's pin aliases from the datasheets (``{pin: "alias, other"}``).
     """
-    rows = read_all()
-    if names is None and rows:
+    cli = rows is None
+    lines = ["pins (simulated)" if seam.on_host() else "pins"] if cli else []
+    rows = read_all() if cli else rows
+    if not rows:
+        return lines[0] + ": none set up by mimi" if cli else ""
+    if names is None:
         from mimi.hw import datasheets
 
         names = {}
-        for a, (p, _) in sorted(datasheets.aliases().items()):
+        al = datasheets.aliases()
+        for a in sorted(al):
+            p = al[a][0]
             names[p] = names[p] + ", " + a if p in names else a
-    head = "pins (simulated)" if seam.on_host() else "pins"
-    if not rows:
-        return head + ": none set up by mimi"
-    lines = [head + ":"]
     for p, mode, v in rows:
-        name = names.get(p) if names else None
-        lines.append("  GPIO%-2d %s%s" % (p, describe(mode, v), "  (%s)" % name if name else ""))
+        d = _TEXT.split("|")[("out", "in", "pwm", "rgb").index(mode) + 2] % v
+        n = names.get(p)
+        n = " (%s)" % n if n else ""
+        lines.append(("  GPIO%-2d %s %s" % (p, d, n)).rstrip() if cli else "GPIO%d%s: %s" % (p, n, d))
+    if cli:
+        lines[0] += ":"
     return "\n".join(lines)
 
 
-def reset():
-    """Stop every PWM and forget all states (tests; the app on stop). Pins keep their levels."""
-    with _locked():
-        for p in list(_pins):
-            _release(p)
+def reset(pin=None):
+    """Stop PWM on ``pin`` and forget its state; every pin when None (tests, the app on stop).
+    Pins keep their levels. The actions call it with the lock held."""
+    for p in list(_pins) if pin is None else (pin,):
+        st = _pins.pop(p, None)
+        if st and st[0] == "pwm":
+            st[1].deinit()

@@ -1,4 +1,4 @@
-"""Which GPIOs mimi may touch: one rule table per board profile, plus the owner's file.
+"""Which GPIOs mimi may touch: the ESP32-S3's rule table, plus the owner's file.
 
 ``check(pin)`` returns None (allowed), a warning (allowed, say why it is risky), or raises
 ``PinRefused`` (a ``ValueError``) whose message names the rule:
@@ -7,7 +7,9 @@
 Facts for the ESP32-S3 (Espressif's ESP-IDF GPIO page and ESP32-S3-DevKitC-1 user guide):
 GPIO0-21 and 26-48 exist; 26-32 are the module's SPI flash/PSRAM bus; 33-37 carry the
 octal flash/PSRAM lines on modules with octal PSRAM (R8, R8V); 19/20 are USB D-/D+;
-0, 3, 45 and 46 are strapping pins sampled at reset.
+0, 3, 45 and 46 are strapping pins sampled at reset; 43/44 are UART0 (the console).
+Every board mimi runs on is an ESP32-S3, so there is one table (``_MAP``/``_TEXT``),
+whatever the ``board`` setting says.
 
 The owner narrows or widens the table in ``config.HW_POLICY_PATH`` (``/gpio.json``, at the
 flash root, outside ``/data``, so no tool can edit it; the owner copies it over USB with
@@ -28,199 +30,112 @@ import os
 
 from mimi import config, log, seam
 
-TAG = "pins"
-
-HARD = "hard"  # never, whatever the owner's file says
-REFUSE = "refuse"  # refused unless the owner's file allows the pin
-WARN = "warn"  # allowed, with a warning
-
-# (rule, action, pins, why). The first rule naming a pin decides. A rule whose name is a
-# flag of the policy (``octal_psram``) applies only while that flag is true.
-_S3_RULES = (
-    ("no_such_pin", HARD, (22, 23, 24, 25), "the ESP32-S3 has no GPIO22-25"),
-    ("flash", HARD, (26, 27, 28, 29, 30, 31, 32),
-     "wired to the module's SPI flash/PSRAM; driving it crashes the chip"),
-    ("octal_psram", HARD, (33, 34, 35, 36, 37),
-     "octal flash/PSRAM data lines on modules with octal PSRAM (N8R8, N16R8V, N32R8V)"),
-    ("usb", REFUSE, (19, 20), "USB D-/D+: the USB serial/JTAG console runs on them"),
-    ("strapping", WARN, (0, 3, 45, 46),
-     "strapping pin: its level at reset selects the boot mode, JTAG source or flash voltage; "
-     "keep it at its default level while the board resets"),
-    ("uart0", WARN, (43, 44), "UART0 TX/RX to the USB-to-UART bridge: the console on that port stops"),
-)
-
-# board profile -> (highest GPIO number, rules, default flags)
-PROFILES = {
-    "esp32-s3": (48, _S3_RULES, {"octal_psram": True}),
-}
-_KEYS = ("octal_psram", "allow", "deny", "only")
+# The rule of each GPIO 0-48, one digit per pin: 0 free, n the n-th entry of _TEXT.
+# 1-3 are hard (the owner's file cannot lift them; 3 only while octal_psram is true),
+# 4 is refused unless the owner allows the pin, 5-6 are allowed with a warning; check()
+# gives 7-9 (the owner's file) and fills in the "*". Then summary()'s labels.
+_MAP = "5005000000000000000440111122222223333300000665500"
+_TEXT = ("no_such_pin:no such GPIO on the ESP32-S3|flash:the SPI flash/PSRAM bus|octal_psram:octal PSRAM lines|"
+         "usb:USB D-/D+, the console (the owner may allow it)|strapping:strapping pin, read at reset (boot mode)|"
+         "uart0:UART0, a console|policy_file:*|owner_deny:denied by the owner|owner_only:the owner allows only GPIO *|"
+         "allowed: GPIO|allowed with a warning:|refused (*):")
 
 
 class PinRefused(ValueError):
-    """A pin the policy refuses; ``rule`` names the rule."""
-
-    def __init__(self, pin, rule, why):
-        super().__init__("GPIO%s refused (rule %s): %s" % (pin, rule, why))
-        self.pin = pin
-        self.rule = rule
+    """A pin the policy refuses (``GPIO19 refused (rule usb): ...``); ``rule`` names the rule."""
 
 
-# The loaded policy: file stamp (size, mtime) or None, and the parsed overrides.
-_pol = {"stamp": -1, "flags": None, "allow": (), "deny": (), "only": None, "error": None}
+# The owner's file: its (size, mtime) when last read (None: no file), and what it said
+# (a dict) or why it is broken (a str); empty until read.
+_pol = []
+reload = _pol.clear  # reload(): forget the loaded policy; the next check reads the file again
 
 
-def profile_name(board=None):
-    """The profile for ``board`` (default: the configured board). Every board mimi runs on
-    is an ESP32-S3, so an unknown name falls back to ``esp32-s3``."""
-    b = (board or config.get("board") or "").lower()
-    for name in PROFILES:
-        if b.startswith(name):
-            return name
-    return "esp32-s3"
-
-
-def _profile():
-    return PROFILES[profile_name()]
-
-
-def _stamp():
-    try:
-        st = os.stat(seam.real_path(config.HW_POLICY_PATH))
-    except OSError:
-        return None
-    return (st[6], st[8])
-
-
-def parse(text, max_pin=48):
-    """Check policy file text; return the dict or raise ``ValueError`` naming the problem."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        raise ValueError("not valid JSON")
-    if not isinstance(obj, dict):
-        raise ValueError("must be a JSON object")
-    for k in obj:
-        if k not in _KEYS:
-            raise ValueError("unknown key '%s' (known: %s)" % (k, ", ".join(_KEYS)))
-    if "octal_psram" in obj and not isinstance(obj["octal_psram"], bool):
-        raise ValueError("octal_psram must be true or false")
-    for k in ("allow", "deny", "only"):
-        v = obj.get(k)
-        if v is None:
-            continue
-        if not isinstance(v, list):
-            raise ValueError("%s must be a list of pin numbers" % k)
-        for p in v:
-            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= max_pin:
-                raise ValueError("%s: %r is not a pin number 0-%d" % (k, p, max_pin))
+def _valid(obj):
+    """``obj`` if it is a well-formed policy dict; else raise ``ValueError``."""
+    ok = type(obj) is dict
+    for k in obj if ok else ():
+        v = obj[k]
+        ok = ok and (type(v) is bool if k == "octal_psram" else k in ("allow", "deny", "only") and (
+            v is None or type(v) is list))
+        for p in v if ok and type(v) is list else ():
+            ok = ok and type(p) is int and 0 <= p <= 48
+    if not ok:
+        raise ValueError("want {octal_psram: true/false, allow/deny/only: [GPIO 0-48]}")
     return obj
-
-
-def _load():
-    """Reload the owner's file when it changed (one ``stat`` per check)."""
-    stamp = _stamp()
-    if stamp == _pol["stamp"]:
-        return
-    max_pin, _, defaults = _profile()
-    flags = dict(defaults)
-    _pol.update(stamp=stamp, flags=flags, allow=(), deny=(), only=None, error=None)
-    if stamp is None:
-        return
-    try:
-        if stamp[0] > config.HW_POLICY_MAX_BYTES:
-            raise ValueError("over %d bytes" % config.HW_POLICY_MAX_BYTES)
-        with open(seam.real_path(config.HW_POLICY_PATH), "rb") as f:
-            obj = parse(f.read(config.HW_POLICY_MAX_BYTES).decode(), max_pin)
-    except (OSError, ValueError) as e:  # UnicodeError is a ValueError
-        _pol["error"] = "%s: %s; fix or delete the file" % (config.HW_POLICY_PATH, e)
-        log.error(TAG, "%s: every pin refused", _pol["error"])
-        return
-    if "octal_psram" in obj:
-        flags["octal_psram"] = obj["octal_psram"]
-    _pol["allow"] = tuple(obj.get("allow") or ())
-    _pol["deny"] = tuple(obj.get("deny") or ())
-    if obj.get("only") is not None:
-        _pol["only"] = tuple(obj["only"])
-    log.info(TAG, "policy file loaded: %s", config.HW_POLICY_PATH)
-
-
-def reload():
-    """Forget the loaded policy; the next check reads the file again."""
-    _pol["stamp"] = -1
-
-
-def _rule(pin):
-    for rule, action, pins, why in _profile()[1]:
-        if pin in pins and _pol["flags"].get(rule, True):
-            return (rule, action, why)
-    return None
 
 
 def check(pin):
     """Decide whether mimi may use ``pin`` (int).
 
     Returns None when allowed, a warning str when allowed with a risk; raises
-    ``PinRefused`` naming the rule otherwise. Reads the owner's file when it changed.
+    ``PinRefused`` naming the rule otherwise. Reads the owner's file again when it
+    changed (one ``stat`` per call).
     """
-    _load()
-    return _decide(pin)
-
-
-def _decide(pin):
-    max_pin = _profile()[0]
-    if isinstance(pin, bool) or not isinstance(pin, int) or not 0 <= pin <= max_pin:
-        raise PinRefused(pin, "no_such_pin", "GPIO numbers on this chip are 0-%d" % max_pin)
-    if _pol["error"]:
-        raise PinRefused(pin, "policy_file", _pol["error"])
-    r = _rule(pin)
-    if r and r[1] == HARD:
-        raise PinRefused(pin, r[0], r[2])
-    if pin in _pol["deny"]:
-        raise PinRefused(pin, "owner_deny", "the owner's %s denies it" % config.HW_POLICY_PATH)
-    if _pol["only"] is not None and pin not in _pol["only"]:
-        raise PinRefused(pin, "owner_only", "the owner's %s allows only GPIO %s"
-                         % (config.HW_POLICY_PATH, _ranges(_pol["only"])))
-    if r and pin not in _pol["allow"]:
-        if r[1] == REFUSE:
-            raise PinRefused(pin, r[0], r[2] + " (the owner may allow it in %s)" % config.HW_POLICY_PATH)
-        return "GPIO%d (rule %s): %s" % (pin, r[0], r[2])
-    return None
-
-
-def _ranges(pins):
-    """``(0, 1, 2, 5)`` -> ``"0-2, 5"``."""
-    ps = sorted(pins)
-    out = []
-    i = 0
-    while i < len(ps):
-        j = i
-        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
-            j += 1
-        out.append(str(ps[i]) if i == j else "%d-%d" % (ps[i], ps[j]))
-        i = j + 1
-    return ", ".join(out)
+    real = seam.real_path(config.HW_POLICY_PATH)
+    try:
+        st = os.stat(real)
+        st = (st[6], st[8])
+    except OSError:
+        st = None
+    if not _pol or st != _pol[0]:
+        _pol[:] = [st, {}]
+        try:
+            if st:
+                with open(real) as f:
+                    _pol[1] = _valid(json.loads(f.read(config.HW_POLICY_MAX_BYTES)))
+        except (OSError, ValueError) as e:  # UnicodeError is a ValueError
+            _pol[1] = "%s: %s; every pin is refused until it is fixed or deleted" % (config.HW_POLICY_PATH, e)
+            log.error("pins", _pol[1])
+    pol = arg = _pol[1]
+    code = int(_MAP[pin]) if type(pin) is int and 0 <= pin <= 48 else 1
+    if code != 1 and type(pol) is str:
+        code = 7
+    elif code == 0 or code > 3 or code == 3 and not pol.get("octal_psram", True):
+        arg = pol.get("only")
+        code = 8 if pin in (pol.get("deny") or ()) else 9 if arg is not None and pin not in arg else \
+            0 if code == 3 or pin in (pol.get("allow") or ()) else code
+    if code:
+        rule, why = _TEXT.split("|")[code - 1].split(":")
+        why = why.replace("*", str(arg))
+        why = "GPIO%s %s(rule %s): %s" % (pin, "" if code in (5, 6) else "refused ", rule, why)
+        if code in (5, 6):
+            return why
+        e = PinRefused(why)
+        e.rule = rule
+        raise e
 
 
 def summary():
-    """The policy in a few lines: allowed pins, then each refused or warned group with its rule."""
-    refused = {}
-    warned = []
-    ok = []
-    _load()
-    for p in range(_profile()[0] + 1):
+    """The policy in a few lines: allowed pins (``GPIO 0-18, 21``), those allowed with a
+    warning, then each refused group with its rule (``refused (usb): 19-20``)."""
+    t = _TEXT.split("|")
+    groups = [[t[9]], [t[10]]]  # [label, pin, pin...]
+    for p in range(49):
         try:
-            w = _decide(p)
+            if check(p):
+                groups[1].append(p)
+            groups[0].append(p)
         except PinRefused as e:
-            refused.setdefault(e.rule, []).append(p)
-            continue
-        ok.append(p)
-        if w:
-            warned.append(p)
-    lines = ["allowed: GPIO %s" % (_ranges(ok) or "none")]
-    if warned:
-        lines.append("allowed with a warning: %s" % _ranges(warned))
-    for rule in sorted(refused, key=lambda r: refused[r][0]):  # dict order differs by runtime
-        lines.append("refused (%s): %s" % (rule, _ranges(refused[rule])))
+            label = t[11].replace("*", e.rule)
+            for g in groups:
+                if g[0] == label:
+                    break
+            else:
+                g = [label]
+                groups.append(g)  # in order of the group's first pin
+            g.append(p)
+    lines = []
+    for g in groups:
+        s = [g[0]]
+        for i in range(1, len(g)):  # runs of pins as "0-18"
+            p = g[i]
+            if i == 1 or g[i - 1] != p - 1:
+                s.append(" %d," % p)
+            elif i + 1 == len(g) or g[i + 1] != p + 1:
+                s[-1] = s[-1][:-1] + "-%d," % p
+        if len(g) > 1 or not lines:
+            lines.append("".join(s)[:-1] if len(g) > 1 else g[0] + " none")
     return "\n".join(lines)
 
 
@@ -230,8 +145,7 @@ def save(obj):
     Atomic (temporary file, then rename). Raises ``ValueError`` naming the problem, and
     then the old file stays as it was.
     """
-    text = json.dumps(obj)
-    parse(text, _profile()[0])
+    text = json.dumps(_valid(obj))
     path = seam.real_path(config.HW_POLICY_PATH)
     with open(path + ".tmp", "w") as f:
         f.write(text)

@@ -12,103 +12,48 @@ matches at least one keyword, or two when the message has three or more (ZeroCla
 every chunk, so its board boost alone pulls in documentation for "hello"; a weather
 question that shares one common word with a datasheet should not either).
 
-An alias is named when all its words are words of the message (``red_led``: "the red
-LED"), or, for an alias with non-latin characters, when it appears in the message.
+An alias is named when its words are words of the message, in order (``red_led``: "the
+red LED"), or, for an alias with non-latin characters, when it appears in the message.
 """
 from mimi import config, seam
 from mimi.hw import datasheets
 
-TAG = "hw"
+# Stop words, latin and CJK pairs, each between spaces.
+_STOP = (" the and for you your are was can what when where which who how why this that with from about"
+         " please have has not but all any there they them then just some get like want need tell know make now"
+         " today yes thanks hello hey 一下 什么 怎么 可以 这个 帮我 请问 现在 ")
 
-_STOP = (" the and for you your are was were can could would should will what when where which"
-         " who how why this that these those with from into about please have has had does did"
-         " not but all any its our out there their them they then than too very just also some"
-         " get got let like want need tell know make now today yes okay thanks thank hello hey ")
-_STOP_CJK = " 一下 什么 怎么 可以 我们 你们 这个 那个 帮我 请问 一个 现在 "
-_ALIASES_HEAD = "[Pin aliases for this message]\n"
-_DOCS_HEAD = "[Hardware documentation]\n"
-
-_buf = []
+_buf = []  # one chunk buffer, allocated on first use
 
 
-def _cls(ch):
-    """0: separator, 1: latin letter or digit, 2: CJK character."""
-    o = ord(ch)
-    if o < 128:
-        return 1 if ch.isalpha() or ch.isdigit() else 0
-    if 0x3400 <= o <= 0x9FFF or 0x3040 <= o <= 0x30FF or 0xAC00 <= o <= 0xD7AF or 0xF900 <= o <= 0xFAFF:
-        return 2
-    return 1 if 0xC0 <= o < 0x2000 and o not in (0xD7, 0xF7) else 0
+def keywords(text, words=None):
+    """The message's keywords as lower-case UTF-8 ``bytes``, first seen first, deduplicated.
 
-
-def runs(text):
-    """Split ``text`` into ``[(run, kind)]``: latin words (kind 1, lower-cased) and CJK runs (2)."""
+    ``words``: a list that gets every latin word of the message (lower-cased), stop words
+    and short ones too (for matching pin aliases).
+    """
     out = []
-    start = 0
+    run = []
     kind = 0
-    for i in range(len(text) + 1):
-        k = _cls(text[i]) if i < len(text) else 0
-        if k != kind:
-            if kind:
-                out.append((text[start:i].lower(), kind))
-            start = i
-            kind = k
+    for ch in text + " ":  # runs of latin letters or digits (kind 1) and of CJK characters (2)
+        o = ord(ch)
+        # ASCII letters and digits, and accented latin, greek, cyrillic...: 1; kana, CJK, hangul: 2
+        k = (1 if ch.isalpha() or ch.isdigit() else 0) if o < 128 else 2 if 0x3040 <= o <= 0x9FFF or \
+            0xAC00 <= o <= 0xD7AF else 1 if 0xC0 <= o < 0x2000 and o not in (0xD7, 0xF7) else 0
+        if k != kind and run:
+            r = "".join(run).lower()
+            run = []
+            if kind == 1 and words is not None:
+                words.append(r)
+            for i in range(len(r) - 1 if kind == 2 else len(r) > 2):  # CJK: each pair; latin: the word
+                w = r[i:i + 2] if kind == 2 else r
+                b = w.encode()
+                if " %s " % w not in _STOP and b not in out and len(out) < config.HW_RAG_MAX_KEYWORDS:
+                    out.append(b)
+        if k:
+            run.append(ch)
+        kind = k
     return out
-
-
-def keywords(text):
-    """The message's keywords as lower-case UTF-8 ``bytes``, first seen first, deduplicated."""
-    out = []
-    for run, kind in runs(text):
-        if kind == 1:
-            words = (run,) if len(run) > 2 and (" %s " % run) not in _STOP else ()
-        else:
-            words = [run[i:i + 2] for i in range(len(run) - 1)]
-        for w in words:
-            if kind == 2 and (" %s " % w) in _STOP_CJK:
-                continue
-            b = w.encode()
-            if b not in out:
-                out.append(b)
-                if len(out) >= config.HW_RAG_MAX_KEYWORDS:
-                    return out
-    return out
-
-
-def named_aliases(text, board=None):
-    """Aliases the message names: ``[(board or None, alias, pin, kind)]``, the configured
-    board's first, then the generic ones (an alias in both is given once, the board's)."""
-    ix = datasheets.index()
-    b = (board or config.get("board") or "").lower()
-    words = []
-    for run, kind in runs(text):
-        if kind == 1:
-            words.append(run)
-    low = text.lower()
-    out = []
-    seen = []
-    for bd in (b, None):
-        for a, (pin, kind) in sorted(ix.aliases.get(bd, {}).items()):
-            if a in seen:
-                continue
-            hit = True
-            if max(a) > "\x7f":  # non-latin alias: look for it as written
-                hit = a in low or a.replace("_", "") in low
-            else:
-                for part in a.split("_"):
-                    if part and part not in words:
-                        hit = False
-                        break
-            if hit:
-                seen.append(a)
-                out.append((bd, a, pin, kind))
-    return out
-
-
-def _buffer():
-    if not _buf:
-        _buf.append(bytearray(config.HW_CHUNK_MAX_BYTES))
-    return _buf[0]
 
 
 def rank(ix, kws, limit, board=None):
@@ -116,117 +61,38 @@ def rank(ix, kws, limit, board=None):
     ``[(score, chunk index)]``, highest first (earlier chunk first on a tie). Reads each
     file once, chunk by chunk, into one reused buffer. Pin Aliases sections are left out:
     their lines reach the model as the aliases a message names."""
-    if not kws:
-        return []
     b = (board or config.get("board") or "").lower()
-    need = 1 if len(kws) <= 2 else 2
     best = []
-    with datasheets._locked():
-        buf = _buffer()
-        mv = memoryview(buf)
-        f = None
-        fi = -1
-        try:
-            for i in range(len(ix)):
-                if i in ix.alias_chunks:
-                    continue
-                if ix.c_file[i] != fi:
-                    if f:
-                        f.close()
-                    fi = ix.c_file[i]
-                    try:
-                        f = open(seam.real_path(ix.files[fi][0]), "rb")
-                    except OSError:
-                        f = None
-                if f is None:
-                    continue
-                f.seek(ix.c_off[i])
-                n = f.readinto(mv[:ix.c_len[i]]) or 0
-                low = bytes(mv[:n]).lower()
-                hits = 0
-                for k in kws:
-                    if k in low:
-                        hits += 1
-                low = None
-                if hits < need:
-                    continue
-                score = hits + (2 if ix.board_of(i) == b else 0)
-                j = len(best)
-                while j > 0 and best[j - 1][0] < score:
-                    j -= 1
-                if j < limit:
-                    best.insert(j, (score, i))
-                    if len(best) > limit:
-                        best.pop()
-        finally:
-            if f:
-                f.close()
-    return best
+    ch = ix[2]
+    with datasheets._lock:
+        if not _buf:
+            _buf.append(bytearray(config.HW_CHUNK_MAX_BYTES))
+        mv = memoryview(_buf[0])
+        for fi in range(len(ix[1]) if kws else 0):
+            try:
+                f = open(seam.real_path(ix[1][fi][0]), "rb")
+            except OSError:
+                continue
+            with f:
+                for j in range(0, len(ch), 4):
+                    if ch[j] == fi:  # not another file's, nor a Pin Aliases section
+                        f.seek(ch[j + 1])
+                        low = bytes(mv[:f.readinto(mv[:ch[j + 2]]) or 0]).lower()
+                        hits = 0
+                        for k in kws:
+                            hits += k in low
+                        # kept as (score, -chunk): high to low, the earlier chunk wins a tie
+                        if hits >= (1 if len(kws) < 3 else 2):
+                            best.append((hits + (2 if ix[1][fi][1] == b else 0), -(j // 4)))
+                            best.sort(reverse=True)
+                            del best[limit:]
+    return [(s, -i) for s, i in best]
 
 
-def _bytes(s):
-    return len(s.encode())
-
-
-def _cut(s, limit):
-    """``s`` cut to at most ``limit`` bytes of UTF-8 at a character boundary, with a marker."""
-    mark = "\n[cut to fit]\n"
-    b = s.encode()
-    if len(b) <= limit:
-        return s
-    end = limit - len(mark)
-    if end <= 0:
-        return ""
-    while end > 0 and (b[end] & 0xC0) == 0x80:
-        end -= 1
-    return b[:end].decode() + mark
-
-
-def build(text, budget_bytes, max_chunks):
-    """The notes for ``text`` in at most ``budget_bytes`` of UTF-8: an aliases section and a
-    documentation section (either may be absent). Returns ``(notes str, chunks used)``."""
-    if not text or budget_bytes < 64:
-        return ("", 0)
-    ix = datasheets.index()
-    if not ix.files:
-        return ("", 0)
-    parts = []
-    left = budget_bytes
-    al = named_aliases(text)
-    if al:
-        lines = [_ALIASES_HEAD]
-        for bd, a, pin, kind in al:
-            lines.append("%s: %s = GPIO%d%s\n" % (bd or "generic", a, pin, "" if kind == "out" else " (%s)" % kind))
-        s = _cut("".join(lines), left)
-        parts.append(s)
-        left -= _bytes(s)
-    used = 0
-    ranked = rank(ix, keywords(text), max_chunks)
-    if ranked and left > len(_DOCS_HEAD) + 64:
-        left -= len(_DOCS_HEAD)
-        docs = [_DOCS_HEAD]
-        first = None
-        for score, i in ranked:  # whole chunks, best first, each that still fits
-            piece = "--- %s (%s) ---\n%s\n" % (ix.source(i), ix.board_of(i) or "every board",
-                                              datasheets.text(ix, i).strip())
-            n = _bytes(piece)
-            if n <= left:
-                docs.append(piece)
-                left -= n
-                used += 1
-            elif first is None:
-                first = piece
-        if not used and first is not None and left >= 256:  # none fits whole: the best, cut
-            docs.append(_cut(first, left))
-            used = 1
-        if used:
-            parts.extend(docs)
-    return ("".join(parts), used)
-
-
-def for_message(text, budget_bytes):
+def for_message(text, budget_bytes, max_chunks=config.HW_RAG_MAX_CHUNKS):
     """The hardware notes the context adds for this inbound ``text`` (str), at most
-    ``budget_bytes`` of UTF-8; "" when the message names no alias and matches no chunk.
+    ``budget_bytes`` of UTF-8 and ``max_chunks`` chunks; "" when the message names no alias
+    and matches no chunk. The ``hardware_docs`` tool calls it with its own limits.
 
     Shape::
 
@@ -236,7 +102,49 @@ def for_message(text, budget_bytes):
         --- esp32-s3-devkitc-1.md (esp32-s3-devkitc-1) ---
         ## Onboard RGB LED ...
 
-    Reads the datasheet chunks from flash (``mimi.hw.datasheets``); never raises for a
-    missing or unreadable datasheet folder (returns "").
+    Alias lines and whole chunks (best first) go in while they fit; when no chunk fits
+    whole, the best one cut to fit. Reads the datasheet chunks from flash
+    (``mimi.hw.datasheets``); never raises for a missing or unreadable datasheet folder
+    (returns "").
     """
-    return build(text, budget_bytes, config.HW_RAG_MAX_CHUNKS)[0]
+    ix = datasheets.index()
+    b = (config.get("board") or "").lower()
+    low = text.lower()
+    words = [""]
+    kws = keywords(text, words)
+    words = " ".join(words) + " "  # the latin words of the message, each between spaces
+    left = budget_bytes
+    out = []
+    seen = []
+    for bd in (b, None):  # the configured board's aliases first; a generic one of the same name is not repeated
+        al = ix[3].get(bd, {})
+        for a in sorted(al):
+            pin, kind = al[a]
+            s = "%s: %s = GPIO%d%s\n" % (bd or "generic", a, pin, "" if kind == "out" else " (%s)" % kind)
+            n = len(s.encode()) + (0 if out else 31)  # the first line brings the section's heading
+            # named: a non-latin alias as written; a latin one when its words are words of the message
+            hit = a in low or a.replace("_", "") in low if max(a) > "\x7f" else " %s " % a.replace("_", " ") in words
+            if a not in seen and n <= left and hit:
+                seen.append(a)
+                out.append(s if out else "[Pin aliases for this message]\n" + s)
+                left -= n
+    cut = None
+    n = len(out)
+    for s, i in rank(ix, kws, max_chunks, b) if left > 89 else ():
+        fi = ix[2][4 * i]
+        s = "--- %s (%s) ---\n%s\n" % (ix[1][fi][0].rsplit("/", 1)[1], ix[1][fi][1] or "every board",
+                                      datasheets.text(ix, i).strip())
+        if len(out) == n:
+            s = "[Hardware documentation]\n" + s
+        if len(s.encode()) <= left:
+            out.append(s)
+            left -= len(s.encode())
+        elif cut is None:
+            cut = s if len(out) == n else ""
+    if cut and len(out) == n and left >= 256:  # no chunk fits whole: the best one, cut to fit
+        s = cut.encode()
+        i = left - 14  # the marker's length
+        while s[i] & 0xC0 == 0x80:
+            i -= 1
+        out.append(s[:i].decode() + "\n[cut to fit]\n")
+    return "".join(out)

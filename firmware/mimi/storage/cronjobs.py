@@ -14,16 +14,16 @@ atomic rewrite under one lock.
 """
 import json
 
+from micropython import const
+
 from mimi import clock, config, log, seam
 from mimi.storage import fs
 
-TAG = "cron"
+_TAG = const("cron")
 KINDS = ("every", "at", "daily")
-_CHANNELS = ("telegram", "cli")
 _FIELDS = ("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel")
 
 _lock = seam.allocate_lock()
-_LIST = type([])  # this module's list() is the job list, not the built-in
 
 
 def _load():
@@ -39,20 +39,14 @@ def _load():
         jobs = d["jobs"]
         seq = int(d.get("seq", 0))
     except (ValueError, KeyError, TypeError, AttributeError):
-        raise ValueError("cron.json is damaged; fix or delete it")
-    if not isinstance(jobs, _LIST):
+        jobs = None
+    if not isinstance(jobs, type([])):  # this module's list() is not the built-in
         raise ValueError("cron.json is damaged; fix or delete it")
     return seq, jobs
 
 
 def _save(seq, jobs):
     fs.write(config.CRON_PATH, json.dumps({"seq": seq, "jobs": jobs}, separators=(",", ":")))
-
-
-def _int(v, name):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
-        raise ValueError("%s must be a whole number of seconds" % name)
-    return int(v)
 
 
 def validate(spec, now_s=None):
@@ -71,49 +65,48 @@ def validate(spec, now_s=None):
         now_s = seam.time_s()
     synced = clock.synced(now_s)
     kind = spec.get("kind")
-    if kind not in KINDS:
-        raise ValueError("kind must be every, at or daily")
     text = spec.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("text is needed: what should happen when the job runs")
-    if len(text.encode()) > config.CRON_TEXT_MAX_BYTES:
-        raise ValueError("text is over %d bytes" % config.CRON_TEXT_MAX_BYTES)
     channel = spec.get("channel") or "telegram"
-    if channel not in _CHANNELS:
-        raise ValueError("channel must be one of: %s" % ", ".join(_CHANNELS))
     chat = spec.get("chat_id")
     chat = "" if chat is None or isinstance(chat, bool) else str(chat).strip()
-    if not chat:
-        raise ValueError("chat_id is needed: the chat that gets the result")
+    field = "every_s" if kind == "every" else "at_s"
+    n = spec.get(field)
+    if kind not in KINDS:
+        raise ValueError("kind must be every, at or daily")
+    if channel not in ("telegram", "cli"):
+        raise ValueError("channel must be telegram or cli")
+    need = ("text is needed: what to do when it runs" if not isinstance(text, str) or not text.strip() else
+            "chat_id is needed: the chat that gets the result" if not chat else
+            "every_s is needed for kind every" if kind == "every" and n is None else
+            "at (YYYY-MM-DD HH:MM, local time) or at_s is needed for kind at"
+            if kind == "at" and n is None and "at" not in spec else
+            "hhmm (HH:MM, local time) is needed for kind daily" if kind == "daily" and "hhmm" not in spec else None)
+    if need:
+        raise ValueError(need)
+    if len(text.encode()) > config.CRON_TEXT_MAX_BYTES:
+        raise ValueError("text is over %d bytes" % config.CRON_TEXT_MAX_BYTES)
     if channel == "telegram" and not (chat.lstrip("-").isdigit() and chat.count("-") <= 1):
         raise ValueError("chat_id for telegram must be a number, got '%s'" % chat)
+    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, float)) or n != int(n)):
+        raise ValueError("%s must be a whole number of seconds" % field)
     job = {"kind": kind, "text": text.strip(), "chat_id": chat, "channel": channel,
            "next_s": None, "last_s": None, "created_s": now_s if synced else None}
     if kind == "every":
-        if "every_s" not in spec:
-            raise ValueError("every_s is needed for kind 'every'")
-        n = _int(spec["every_s"], "every_s")
         if not config.CRON_EVERY_MIN_S <= n <= config.CRON_EVERY_MAX_S:
             raise ValueError("every_s must be between %d and %d" % (config.CRON_EVERY_MIN_S, config.CRON_EVERY_MAX_S))
-        job["every_s"] = n
+        job["every_s"] = n = int(n)
         if synced:
             job["next_s"] = now_s + n
     elif kind == "at":
-        if "at_s" in spec:
-            at = _int(spec["at_s"], "at_s")
-            if not clock.synced(at):
-                raise ValueError("at_s must be unix seconds (UTC)")
-        elif "at" in spec:
-            at = clock.parse_local(spec["at"])
-        else:
-            raise ValueError("at (YYYY-MM-DD HH:MM, local time) or at_s is needed for kind 'at'")
-        if synced and at <= now_s:
+        if n is None:
+            n = clock.parse_local(spec["at"])
+        elif not clock.synced(n):
+            raise ValueError("at_s must be unix seconds (UTC)")
+        n = int(n)
+        if synced and n <= now_s:
             raise ValueError("that time has passed (now it is %s)" % clock.iso_local(now_s))
-        job["at_s"] = at
-        job["next_s"] = at
+        job["at_s"] = job["next_s"] = n
     else:
-        if "hhmm" not in spec:
-            raise ValueError("hhmm (HH:MM, local time) is needed for kind 'daily'")
         m = clock.parse_hhmm(spec["hhmm"])
         job["hhmm"] = "%02d:%02d" % (m // 60, m % 60)
         if synced:
@@ -135,18 +128,14 @@ def add(spec, now_s=None):
         job["id"] = "j%d" % seq
         jobs.append(job)
         _save(seq, jobs)
-    log.info(TAG, "added %s (%s)", job["id"], kind_text(job))
+    log.info(_TAG, "added %s (%s)", job["id"], kind_text(job))
     return job["id"]
 
 
 def remove(job_id):
     """Delete job ``job_id``. Raises ``ValueError`` when there is no such job."""
-    with _lock:
-        seq, jobs = _load()
-        keep = [j for j in jobs if j.get("id") != job_id]
-        if len(keep) == len(jobs):
-            raise ValueError("no job with id '%s'" % job_id)
-        _save(seq, keep)
+    if mark_run(job_id, None) is None:
+        raise ValueError("no job with id '%s'" % job_id)
 
 
 def list():
@@ -155,17 +144,12 @@ def list():
         return _load()[1]
 
 
-def _daily_next(job, now_s):
-    m = clock.parse_hhmm(job["hhmm"])
-    after = job.get("last_s") or job.get("created_s")
-    return clock.next_daily(m, after if after else now_s)
-
-
 def due(now_s):
     """Jobs to run now: ``next_s <= now_s``. [] while the clock is not set.
 
-    Side effect: jobs added before the clock was set get their ``next_s`` now (saved).
-    A damaged file is logged and treated as empty (it is not overwritten).
+    Side effect: jobs added before the clock was set get their ``next_s`` now (saved); a
+    ``daily`` job's ``next_s`` follows a change of time zone. A damaged file is logged
+    and treated as empty (it is not overwritten).
     """
     if not clock.synced(now_s):
         return []
@@ -174,23 +158,22 @@ def due(now_s):
         try:
             seq, jobs = _load()
         except ValueError as e:
-            log.warn(TAG, "%s", e)
+            log.warn(_TAG, "%s", e)
             return []
         changed = False
         for j in jobs:
             k = j.get("kind")
             nxt = j.get("next_s")
+            want = nxt
             if k == "daily":
                 if not j.get("created_s"):  # added before the clock was set
                     j["created_s"] = now_s
                     changed = True
-                want = _daily_next(j, now_s)
-                if want != nxt:
-                    j["next_s"] = nxt = want
-                    changed = True
-            elif nxt is None:
-                nxt = now_s + j.get("every_s", 0) if k == "every" else j.get("at_s")
-                j["next_s"] = nxt
+                want = clock.next_daily(clock.parse_hhmm(j["hhmm"]), j.get("last_s") or j["created_s"])
+            elif nxt is None:  # added before the clock was set
+                want = now_s + j.get("every_s", 0) if k == "every" else j.get("at_s")
+            if want != nxt:
+                j["next_s"] = nxt = want
                 changed = True
             if nxt is not None and nxt <= now_s:
                 out.append(dict(j))
@@ -204,7 +187,8 @@ def mark_run(job_id, now_s):
 
     ``every``: the next multiple of ``every_s`` after ``now_s`` on the job's own grid (so a
     downtime of many periods gives one run); ``at``: the job is removed; ``daily``: the
-    next local ``hhmm`` after ``now_s``. Returns None when the job no longer exists.
+    next local ``hhmm`` after ``now_s``. ``now_s`` None removes the job (``remove``).
+    Returns None when the job does not exist.
     """
     with _lock:
         seq, jobs = _load()
@@ -212,9 +196,9 @@ def mark_run(job_id, now_s):
             j = jobs[i]
             if j.get("id") != job_id:
                 continue
-            j["last_s"] = now_s
             k = j.get("kind")
-            if k == "at":
+            j["last_s"] = now_s
+            if now_s is None or k == "at":
                 jobs.pop(i)
             elif k == "every":
                 step = j["every_s"]
@@ -223,14 +207,14 @@ def mark_run(job_id, now_s):
                     nxt += step * ((now_s - nxt) // step + 1)
                 j["next_s"] = nxt
             else:
-                j["next_s"] = _daily_next(j, now_s)
+                j["next_s"] = clock.next_daily(clock.parse_hhmm(j["hhmm"]), now_s)
             _save(seq, jobs)
             return j
     return None
 
 
 def kind_text(job):
-    """When a job runs, in words: ``every 3600 s``, ``at 2026-01-05T08:00:00+08:00``, ``daily at 07:30``."""
+    """When a job runs, in words: ``every 3600 s``, ``once at 2026-01-05T08:00:00+08:00``, ``daily at 07:30 (local)``."""
     k = job.get("kind")
     if k == "every":
         return "every %d s" % job.get("every_s", 0)

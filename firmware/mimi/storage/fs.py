@@ -8,10 +8,11 @@ Every module that touches flash uses this one (../shared/DESIGN.md, "Files on fl
 - A read names its byte cap and says when it cut (``read`` -> ``(data, truncated,
   size)``); nothing reads a file of unknown size whole.
 - ``write`` is atomic: the new content goes to ``<name>.~tmp``, then a rename puts it in
-  place. LittleFS (the device) renames over an existing file atomically. Where a rename
-  refuses to replace (FAT), the old file is first renamed to ``<name>.~bak`` and a read
-  that finds the file missing takes the ``.~bak`` back, so a power cut at any step leaves
-  the old content or the new, never a torn or empty file.
+  place, so a power cut at any step leaves the old content or the new, never a torn or
+  empty file. This needs a file system whose rename replaces an existing file
+  atomically: LittleFS, the ESP32 port's default (and POSIX file systems, where the unix
+  port and CPython run). On FAT such a rename fails: ``write`` raises ``OSError`` and the
+  old content stays.
 - ``append`` is not atomic by default (a torn last line is the reader's to skip: session
   files); ``append(..., atomic=True)`` copies and renames, for small files.
 
@@ -20,11 +21,11 @@ power between any two steps.
 """
 import os
 
+from micropython import const
+
 from mimi import config, seam
 
-TMP_SUFFIX = ".~tmp"
-BAK_SUFFIX = ".~bak"
-_ENOENT = 2
+_TMP = const(".~tmp")
 
 _open = open
 _rename = os.rename
@@ -41,11 +42,7 @@ class NotFound(OSError):
     """No such file or folder: ``NotFound(ENOENT, message)``; ``str()`` is the message."""
 
     def __str__(self):
-        return self.args[1] if len(self.args) > 1 else OSError.__str__(self)
-
-
-def _not_found(path):
-    return NotFound(_ENOENT, "no such file or folder: %s" % path)
+        return self.args[1]
 
 
 def check(path):
@@ -56,7 +53,7 @@ def check(path):
     Refused, each with a message naming the rule: non-text, empty, NUL or control
     characters, a path outside ``/data``, ``..``, an empty name (``//``), a name over
     ``FS_NAME_MAX_BYTES`` or a path over ``FS_PATH_MAX_BYTES``, names ending in the
-    temporary suffixes this module uses.
+    temporary suffix ``.~tmp``.
     """
     if not isinstance(path, str):
         raise PathError("path must be text")
@@ -64,17 +61,27 @@ def check(path):
         raise PathError("path is empty")
     ascii = True
     for ch in path:
-        o = ord(ch)
-        if o < 32 or o == 127:
-            if o == 0:
-                raise PathError("path contains a NUL byte")
-            raise PathError("path contains a control character")
-        if o > 127:
+        if ch < " " or ch == "\x7f":
+            raise PathError("path contains a " + ("NUL byte" if ch == "\x00" else "control character"))
+        if ch > "\x7f":
             ascii = False
     data = config.DATA
-    if ascii and _plain(path, data):
-        return path  # already normal: no allocation (every file operation comes here)
-    if path.startswith("/"):
+    name_max = config.FS_NAME_MAX_BYTES
+    n = len(path)
+    k = len(data)
+    # Fast path, no allocation (every file operation comes here): already normal ASCII.
+    if ascii and k < n <= config.FS_PATH_MAX_BYTES and path.startswith(data) and path[k] == "/" \
+            and path[-1] != "/" and not ("//" in path or "/." in path or "~" in path or " " in path):
+        while k < n:
+            j = path.find("/", k + 1)
+            if j < 0:
+                j = n
+            if j - k - 1 > name_max:
+                break
+            k = j
+        else:
+            return path
+    if path[0] == "/":
         if path != data and not path.startswith(data + "/"):
             raise PathError("only %s is reachable; %s is outside it" % (data, path))
         rest = path[len(data):]
@@ -89,11 +96,11 @@ def check(path):
         if name == ".":
             continue
         if not name.strip():
-            raise PathError("empty name in path %s" % path)
-        if len(name.encode()) > config.FS_NAME_MAX_BYTES:
-            raise PathError("name longer than %d bytes: %s" % (config.FS_NAME_MAX_BYTES, name[:24] + "..."))
-        if name.endswith(TMP_SUFFIX) or name.endswith(BAK_SUFFIX):
-            raise PathError("names ending in %s or %s are reserved" % (TMP_SUFFIX, BAK_SUFFIX))
+            raise PathError("empty name in path " + path)
+        if len(name.encode()) > name_max:
+            raise PathError("name longer than %d bytes: %s..." % (name_max, name[:24]))
+        if name.endswith(_TMP):
+            raise PathError("names ending in %s are reserved" % _TMP)
         parts.append(name)
     out = data + "/" + "/".join(parts) if parts else data
     if len(out.encode()) > config.FS_PATH_MAX_BYTES:
@@ -101,58 +108,20 @@ def check(path):
     return out
 
 
-def _plain(path, data):
-    """True when ``path`` is ASCII-clean, under ``data``, normal and within the limits."""
-    n = len(path)
-    if n > config.FS_PATH_MAX_BYTES or not path.startswith(data + "/") or path[-1] == "/":
-        return False
-    if "//" in path or "/." in path or "~" in path or " " in path:
-        return False
-    i = len(data)
-    while i < n:
-        j = path.find("/", i + 1)
-        if j < 0:
-            j = n
-        if j - i - 1 > config.FS_NAME_MAX_BYTES:
-            return False
-        i = j
-    return True
-
-
 def check_file(path):
     """``check``, and the path must name a file (not ``/data`` itself)."""
     p = check(path)
     if p == config.DATA:
-        raise PathError("a file name is needed, not %s itself" % config.DATA)
+        raise PathError("a file name is needed, not %s itself" % p)
     return p
 
 
-def _stat(rp):
+def _stat(p):
+    """``os.stat`` of the device path ``p``, or None when it is missing."""
     try:
-        return os.stat(rp)
+        return os.stat(seam.real_path(p))
     except OSError:
         return None
-
-
-def _is_dir(st):
-    return bool(st[0] & 0x4000)
-
-
-def _recover(rp, clean=False):
-    """If ``rp`` is missing but a replace left ``.~bak``, put it back. True when it did.
-
-    ``clean``: also delete a ``.~bak`` that is stale because ``rp`` exists (a replace that
-    stopped after its last rename), so a later delete or move cannot bring it back.
-    """
-    bak = rp + BAK_SUFFIX
-    if _stat(bak) is None:
-        return False
-    if _stat(rp) is None:
-        _rename(bak, rp)
-        return True
-    if clean:
-        _remove(bak)
-    return False
 
 
 def open_read(path):
@@ -161,18 +130,13 @@ def open_read(path):
     For readers that seek (session files read back from the end). Every read the caller
     makes must still be capped. Raises ``PathError``, ``NotFound``.
     """
-    path = check_file(path)
-    rp = seam.real_path(path)
-    st = _stat(rp)
+    p = check_file(path)
+    st = _stat(p)
     if st is None:
-        with _lock:
-            _recover(rp)
-        st = _stat(rp)
-        if st is None:
-            raise _not_found(path)
-    if _is_dir(st):
-        raise PathError("%s is a folder, not a file" % path)
-    return _open(rp, "rb"), st[6]
+        raise NotFound(2, "no such file or folder: " + p)
+    if st[0] & 0x4000:
+        raise PathError("%s is a folder, not a file" % p)
+    return _open(seam.real_path(p), "rb"), st[6]
 
 
 def read(path, cap, offset=0):
@@ -193,13 +157,13 @@ def read(path, cap, offset=0):
     return data, offset + len(data) < size, size
 
 
-def read_text(path, cap):
-    """``read`` from the start, decoded: ``(text, truncated, size)``.
+def read_text(path, cap, offset=0):
+    """``read`` (from byte ``offset``, a character's start), decoded: ``(text, truncated, size)``.
 
     A cut inside a UTF-8 character is moved back to the character's start; bytes that
     are not UTF-8 raise ``ValueError``.
     """
-    data, cut, size = read(path, cap)
+    data, cut, size = read(path, cap, offset)
     if cut:
         data = data[:utf8_end(data, len(data))]
     try:
@@ -214,15 +178,10 @@ def exists(path):
 
 def size(path):
     """Size in bytes, or None when the file is missing (0 for a folder)."""
-    rp = seam.real_path(check(path))
-    st = _stat(rp)
-    if st is None:
-        with _lock:
-            _recover(rp)
-        st = _stat(rp)
+    st = _stat(check(path))
     if st is None:
         return None
-    return 0 if _is_dir(st) else st[6]
+    return 0 if st[0] & 0x4000 else st[6]
 
 
 def mtime(path):
@@ -239,106 +198,81 @@ def listdir(path):
     Temporary files of unfinished writes are left out. Raises ``NotFound``, ``PathError``.
     """
     p = check(path)
-    rp = seam.real_path(p)
-    st = _stat(rp)
+    st = _stat(p)
     if st is None:
-        raise _not_found(p)
-    if not _is_dir(st):
+        raise NotFound(2, "no such file or folder: " + p)
+    if not st[0] & 0x4000:
         raise PathError("%s is a file, not a folder" % p)
     out = []
-    for n in os.listdir(rp):
-        if n.endswith(TMP_SUFFIX):
-            continue
-        st = _stat(rp + "/" + n)
-        if st is None:
-            continue
-        if n.endswith(BAK_SUFFIX):
-            # A replace stopped after moving the old file aside: show it under its name.
-            n = n[:-len(BAK_SUFFIX)]
-            if _stat(rp + "/" + n) is not None:
-                continue
-        d = _is_dir(st)
-        out.append((n, d, 0 if d else st[6]))
-    out.sort(key=lambda e: e[0])
+    for n in os.listdir(seam.real_path(p)):
+        st = None if n.endswith(_TMP) else _stat(p + "/" + n)
+        if st is not None:
+            d = st[0] & 0x4000 > 0
+            out.append((n, d, 0 if d else st[6]))
+    out.sort()
     return out
 
 
 def makedirs(path):
     """Create the folder ``path`` and its parents; no error when it exists."""
-    p = check(path)
     cur = ""
-    for name in p[1:].split("/"):
+    for name in check(path)[1:].split("/"):
         cur = cur + "/" + name
-        rp = seam.real_path(cur)
-        st = _stat(rp)
+        st = _stat(cur)
         if st is None:
             try:
-                os.mkdir(rp)
+                os.mkdir(seam.real_path(cur))
             except OSError:
-                if _stat(rp) is None:
+                if _stat(cur) is None:
                     raise
-        elif not _is_dir(st):
+        elif not st[0] & 0x4000:
             raise PathError("%s is a file, not a folder" % cur)
 
 
-def _parent(p):
-    i = p.rfind("/")
-    return p[:i] if i > 0 else p
-
-
-def _write_all(f, data):
-    """Write ``data`` in ``FS_CHUNK_BYTES`` pieces (a cut power leaves a prefix, as flash would)."""
-    mv = memoryview(data)
-    step = config.FS_CHUNK_BYTES
-    for i in range(0, len(mv), step):
-        f.write(mv[i:i + step])
-
-
-def _as_bytes(data):
-    if isinstance(data, str):
-        return data.encode()
-    return data
-
-
-def _replace(tmp, rp):
-    """Put ``tmp`` in place of ``rp``, old-or-new at every step."""
-    try:
-        _rename(tmp, rp)
-        return
-    except OSError:
-        if _stat(rp) is None or _stat(tmp) is None:
-            raise
-    # This file system will not rename over a file: move the old one aside first.
-    bak = rp + BAK_SUFFIX
-    if _stat(bak) is not None:
-        _remove(bak)
-    _rename(rp, bak)
-    _rename(tmp, rp)
-    _remove(bak)
-
-
-def write(path, data):
+def write(path, data, src=None, start=0, end=None, add=False):
     """Replace the file ``path`` with ``data`` (str or bytes) atomically; make its folder.
 
-    Side effect: ``<path>.~tmp`` exists while writing. Raises ``PathError``, ``OSError``
-    (file system full: the old content stays).
+    Side effect: ``<path>.~tmp`` exists while writing, then a rename puts it in place.
+    Raises ``PathError``, ``OSError`` (file system full: the old content stays).
+    The one write path: ``append`` and ``copy`` pass ``src`` (bytes ``start``..``end`` of
+    that file go before ``data``, when it exists) or ``add`` (``data`` written at the end
+    of ``path`` itself, no temporary file). Writes go in ``FS_CHUNK_BYTES`` pieces (a cut
+    power leaves a prefix, as flash would).
     """
     p = check_file(path)
-    data = _as_bytes(data)
-    makedirs(_parent(p))
+    if isinstance(data, str):
+        data = data.encode()
+    makedirs(p[:p.rfind("/")])
     rp = seam.real_path(p)
-    tmp = rp + TMP_SUFFIX
+    step = config.FS_CHUNK_BYTES
     with _lock:
-        _recover(rp, True)
-        st = _stat(rp)
-        if st is not None and _is_dir(st):
+        st = _stat(p)
+        if st is not None and st[0] & 0x4000:
             raise PathError("%s is a folder, not a file" % p)
-        f = _open(tmp, "wb")
+        f = _open(rp, "ab") if add else _open(rp + _TMP, "wb")
         try:
-            _write_all(f, data)
+            if src is not None and (src != p or st is not None):
+                buf = memoryview(bytearray(step))
+                g = _open(seam.real_path(src), "rb")
+                try:
+                    if start:
+                        g.seek(start)
+                    left = -1 if end is None else end - start
+                    while left:
+                        k = g.readinto(buf if left < 0 or left >= step else buf[:left])
+                        if not k:
+                            break
+                        f.write(buf[:k])
+                        left -= k if left > 0 else 0
+                finally:
+                    g.close()
+            mv = memoryview(data)
+            for i in range(0, len(mv), step):
+                f.write(mv[i:i + step])
         finally:
             f.close()
-        _replace(tmp, rp)
+        if not add:
+            _rename(rp + _TMP, rp)
 
 
 def append(path, data, atomic=False):
@@ -350,50 +284,7 @@ def append(path, data, atomic=False):
     and the copy renamed into place: old or new, never part (for small files).
     """
     p = check_file(path)
-    data = _as_bytes(data)
-    makedirs(_parent(p))
-    rp = seam.real_path(p)
-    with _lock:
-        _recover(rp, True)
-        st = _stat(rp)
-        if st is not None and _is_dir(st):
-            raise PathError("%s is a folder, not a file" % p)
-        if not atomic:
-            f = _open(rp, "ab")
-            try:
-                _write_all(f, data)
-            finally:
-                f.close()
-            return
-        tmp = rp + TMP_SUFFIX
-        f = _open(tmp, "wb")
-        try:
-            if st is not None:
-                _copy_into(rp, f)
-            _write_all(f, data)
-        finally:
-            f.close()
-        _replace(tmp, rp)
-
-
-def _copy_into(rp, out, start=0, end=None):
-    buf = bytearray(config.FS_CHUNK_BYTES)
-    mv = memoryview(buf)
-    src = _open(rp, "rb")
-    try:
-        if start:
-            src.seek(start)
-        left = -1 if end is None else end - start
-        while left:
-            want = len(buf) if left < 0 else min(len(buf), left)
-            n = src.readinto(mv[:want])
-            if not n:
-                break
-            out.write(mv[:n])
-            if left > 0:
-                left -= n
-    finally:
-        src.close()
+    write(p, data, p if atomic else None, 0, None, not atomic)
 
 
 def copy(src, dst, start=0, end=None):
@@ -403,55 +294,32 @@ def copy(src, dst, start=0, end=None):
     ``PathError``.
     """
     s = check_file(src)
-    d = check_file(dst)
-    makedirs(_parent(d))
-    rs = seam.real_path(s)
-    rd = seam.real_path(d)
-    tmp = rd + TMP_SUFFIX
-    with _lock:
-        _recover(rs)
-        if _stat(rs) is None:
-            raise _not_found(s)
-        _recover(rd, True)
-        f = _open(tmp, "wb")
-        try:
-            _copy_into(rs, f, start, end)
-        finally:
-            f.close()
-        _replace(tmp, rd)
+    if _stat(s) is None:
+        raise NotFound(2, "no such file or folder: " + s)
+    write(dst, b"", s, start, end)
 
 
 def remove(path):
     """Delete a file or an empty folder. Raises ``NotFound``, ``OSError`` (folder not empty)."""
     p = check_file(path)
-    rp = seam.real_path(p)
-    with _lock:
-        st = _stat(rp)
-        bak = _stat(rp + BAK_SUFFIX)
-        if st is None and bak is None:
-            raise _not_found(p)
-        if bak is not None:
-            _remove(rp + BAK_SUFFIX)
-        if st is not None:
-            if _is_dir(st):
-                os.rmdir(rp)
-            else:
-                _remove(rp)
+    st = _stat(p)
+    if st is None:
+        raise NotFound(2, "no such file or folder: " + p)
+    if st[0] & 0x4000:
+        os.rmdir(seam.real_path(p))
+    else:
+        _remove(seam.real_path(p))
 
 
 def rename(src, dst):
     """Move the file ``src`` to ``dst`` (replacing ``dst`` atomically); make ``dst``'s folder."""
     s = check_file(src)
     d = check_file(dst)
-    makedirs(_parent(d))
-    rs = seam.real_path(s)
-    rd = seam.real_path(d)
+    makedirs(d[:d.rfind("/")])
     with _lock:
-        _recover(rs, True)
-        if _stat(rs) is None:
-            raise _not_found(s)
-        _recover(rd, True)
-        _replace(rs, rd)
+        if _stat(s) is None:
+            raise NotFound(2, "no such file or folder: " + s)
+        _rename(seam.real_path(s), seam.real_path(d))
 
 
 def lines(path, max_line=1024):
@@ -498,22 +366,16 @@ def utf8_end(data, end):
     ``data`` is bytes, bytearray or memoryview. Only the last character before ``end`` is
     looked at, so this is O(1).
     """
-    if end >= len(data):
-        end = len(data)
-        # Whole buffer: it may still end in an unfinished character.
+    end = min(end, len(data))  # the whole buffer may still end in an unfinished character
     i = end
-    back = 0
-    while i > 0 and back < 4 and (data[i - 1] & 0xC0) == 0x80:
+    while i > 0 and end - i < 4 and (data[i - 1] & 0xC0) == 0x80:
         i -= 1
-        back += 1
     if i == 0:
-        return end if back == 0 else 0
+        return 0
     lead = data[i - 1]
-    if lead < 0x80:
-        return end  # ASCII before the continuation bytes (or none): nothing cut
-    need = 2 if lead < 0xE0 else (3 if lead < 0xF0 else 4)
-    if back + 1 >= need:
-        return end  # the character is complete
+    # ASCII before the continuation bytes (or none), or a complete character: nothing cut.
+    if lead < 0x80 or end - i + 1 >= (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4):
+        return end
     return i - 1
 
 

@@ -76,15 +76,13 @@ def recent_parts(days=None, cap=None, epoch_s=None):
     the note; a note that does not fit gives its latest lines, from a line start, after
     a pointer to the rest. [] when there are none or the clock is not synced.
     """
-    days = days or config.MEMORY_RECENT_DAYS
-    cap = cap or config.MEMORY_RECENT_MAX_BYTES
     if epoch_s is None:
         epoch_s = seam.time_s()
-    if not clock.synced(epoch_s):
-        return []
     parts = []
-    left = cap
-    for d in range(days):
+    if not clock.synced(epoch_s):
+        return parts
+    left = cap or config.MEMORY_RECENT_MAX_BYTES
+    for d in range(days or config.MEMORY_RECENT_DAYS):
         path = daily_path(epoch_s - d * 86400)
         size = fs.size(path)
         if not size:
@@ -94,25 +92,23 @@ def recent_parts(days=None, cap=None, epoch_s=None):
         if room < 64:
             break
         parts.append(head)
-        left -= len(head)
         try:
             if size <= room:
                 body = fs.read(path, size)[0]
             else:
                 mark = ("[earlier lines: read_file %s]\n" % path).encode()
-                take = room - len(mark)
-                data = fs.read(path, take, size - take)[0]
+                data = fs.read(path, room - len(mark), size - room + len(mark))[0]
                 i = fs.utf8_start(data, 0)
                 nl = data.find(b"\n", i)
                 if 0 <= nl < len(data) - 1 and nl - i < 200:
-                    i = nl + 1
+                    i = nl + 1  # from a line start
                 parts.append(mark)
                 left -= len(mark)
                 body = memoryview(data)[i:]
         except OSError:  # gone since its size was taken
             body = b"[unreadable]"
         parts.append(body)
-        left -= len(body)
+        left -= len(head) + len(body)
         if body[-1:] != b"\n":
             parts.append(b"\n")
             left -= 1
@@ -128,6 +124,5 @@ def recent_notes(days=None, cap=None, epoch_s=None):
     """
     parts = recent_parts(days, cap, epoch_s)
     for k in range(len(parts)):
-        if isinstance(parts[k], memoryview):
-            parts[k] = bytes(parts[k])
+        parts[k] = bytes(parts[k])
     return b"".join(parts).decode()

@@ -20,15 +20,15 @@ stays on flash for the model to ``read_file`` later; a request carries only the 
 """
 import json
 
+from micropython import const
+
 from mimi import config, log, seam
 from mimi.storage import fs
 
-TAG = "session"
-SUFFIX = ".jsonl"
-_PREFIX = {"telegram": "tg", "cli": "cli", "cron": "cron", "heartbeat": "hb"}
-_KEY_MAX = 40
-_SEP = (",", ":")
-_CUT_MARK = "\n[result cut to %d bytes in history]"
+_TAG = const("session")
+_SUFFIX = const(".jsonl")
+_PREFIX = {"telegram": "tg", "heartbeat": "hb"}  # others (cli, cron) keep their name
+_KEY_MAX = const(40)
 
 _lock = seam.allocate_lock()
 report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0}  # the last load
@@ -55,7 +55,7 @@ def path_for(key):
     """``/data/sessions/<key>.jsonl``; ``ValueError`` for a key ``key_for`` would not make."""
     if not key or len(key) > _KEY_MAX or _safe(key) != key:
         raise ValueError("bad session key: %r" % (key,))
-    return config.SESSIONS_DIR + "/" + key + SUFFIX
+    return config.SESSIONS_DIR + "/" + key + _SUFFIX
 
 
 def keys():
@@ -64,53 +64,45 @@ def keys():
         entries = fs.listdir(config.SESSIONS_DIR)
     except fs.NotFound:
         return []
-    return [e[0][:-len(SUFFIX)] for e in entries if not e[1] and e[0].endswith(SUFFIX)]
-
-
-def _stored(msg):
-    """The message as it is kept: a ``ts``, and a tool result cut to its cap."""
-    m = dict(msg)
-    if "ts" not in m:
-        m["ts"] = seam.time_s()
-    if m.get("role") == "tool":
-        c = m.get("content")
-        if not isinstance(c, str):
-            c = "" if c is None else str(c)
-        cap = config.SESSION_TOOL_RESULT_MAX_BYTES
-        b = c.encode()
-        if len(b) > cap:
-            mark = _CUT_MARK % cap
-            c = b[:fs.utf8_end(b, cap - len(mark))].decode() + mark
-        m["content"] = c
-    return m
-
-
-def _last_byte(path, size):
-    f, _ = fs.open_read(path)
-    try:
-        f.seek(size - 1)
-        return f.read(1)
-    finally:
-        f.close()
+    return [e[0][:-6] for e in entries if not e[1] and e[0].endswith(_SUFFIX)]
 
 
 def append(key, msg):
     """Add ``msg`` (a dict in the internal form) at the end of the session ``key``.
 
-    Side effects: writes ``/data/sessions/<key>.jsonl``; a torn last line left by a power
-    cut is closed with a newline first, so this message stands on its own line; past
-    ``SESSION_ROTATE_BYTES`` the file is archived first (see the module note).
+    The stored copy gets a ``ts`` when it has none, and a tool result is cut to
+    ``SESSION_TOOL_RESULT_MAX_BYTES`` (marked). Side effects: writes
+    ``/data/sessions/<key>.jsonl``; a torn last line left by a power cut is closed with a
+    newline first, so this message stands on its own line; past ``SESSION_ROTATE_BYTES``
+    the file is archived first (see the module note).
     """
-    line = json.dumps(_stored(msg), separators=_SEP) + "\n"
+    m = dict(msg)
+    if "ts" not in m:
+        m["ts"] = seam.time_s()
+    if m.get("role") == "tool":
+        c = m.get("content")
+        c = "" if c is None else c if isinstance(c, str) else str(c)
+        b = c.encode()
+        cap = config.SESSION_TOOL_RESULT_MAX_BYTES
+        if len(b) > cap:
+            mark = "\n[result cut to %d bytes in history]" % cap
+            c = b[:fs.utf8_end(b, cap - len(mark))].decode() + mark
+        m["content"] = c
+    line = json.dumps(m, separators=(",", ":")) + "\n"
     p = path_for(key)
     with _lock:
         size = fs.size(p)
+        if size and size + len(line) > config.SESSION_ROTATE_BYTES:
+            _rotate(key, config.SESSION_CARRY_MSGS)
+            size = fs.size(p)
         if size:
-            if size + len(line) > config.SESSION_ROTATE_BYTES:
-                _rotate(key, config.SESSION_CARRY_MSGS)
-                size = fs.size(p)
-            if size and _last_byte(p, size) != b"\n":
-                line = "\n" + line
+            f, _ = fs.open_read(p)
+            try:
+                f.seek(size - 1)
+                if f.read(1) != b"\n":
+                    line = "\n" + line
+            finally:
+                f.close()
         fs.append(p, line)
 
 
@@ -121,66 +113,54 @@ def clear(key):
         return _rotate(key, 0)
 
 
-def _archive_numbers(key):
-    try:
-        entries = fs.listdir(config.SESSION_ARCHIVE_DIR)
-    except fs.NotFound:
-        return []
-    pre = key + "."
-    nums = []
-    for name, _, _ in entries:
-        if name.startswith(pre) and name.endswith(SUFFIX):
-            mid = name[len(pre):-len(SUFFIX)]
-            if mid.isdigit():
-                nums.append(int(mid))
-    nums.sort()
-    return nums
-
-
 def _rotate(key, carry):
+    """Move the session file to the next archive number; the fresh file starts with the
+    last ``carry`` complete lines (within ``SESSION_WINDOW_MAX_BYTES``), byte for byte.
+    Prunes archives past ``SESSION_ARCHIVES_MAX``. Returns the archive's path or None."""
     p = path_for(key)
     size = fs.size(p)
     if not size:
         return None
-    start = end = 0
+    start = None
+    end = 0
     if carry:
-        start, end = _tail_range(p, size, carry)
-    nums = _archive_numbers(key)
-    arch = config.SESSION_ARCHIVE_DIR + "/" + key + "." + str(nums[-1] + 1 if nums else 1) + SUFFIX
+        f, size = fs.open_read(p)
+        try:
+            for s, e in _spans(f, size):
+                if not end:
+                    if e == size and s < e:
+                        continue  # an unterminated last line is not carried
+                    end = e + 1 if e < size else e
+                if s == e:
+                    continue
+                if end - s > config.SESSION_WINDOW_MAX_BYTES:
+                    break
+                start = s
+                carry -= 1
+                if not carry:
+                    break
+        finally:
+            f.close()
+    adir = config.SESSION_ARCHIVE_DIR
+    try:
+        entries = fs.listdir(adir)
+    except fs.NotFound:
+        entries = ()
+    nums = []
+    for name, _, _ in entries:
+        mid = name[len(key) + 1:-6]
+        if name.startswith(key + ".") and name.endswith(_SUFFIX) and mid.isdigit():
+            nums.append(int(mid))
+    nums.sort()
+    arch = "%s/%s.%d.jsonl" % (adir, key, nums[-1] + 1 if nums else 1)
     fs.rename(p, arch)
     # A cut here leaves no current file: the next load starts empty, nothing is lost.
-    if end > start:
+    if start is not None:
         fs.copy(arch, p, start, end)
     while len(nums) >= config.SESSION_ARCHIVES_MAX:
-        fs.remove(config.SESSION_ARCHIVE_DIR + "/" + key + "." + str(nums.pop(0)) + SUFFIX)
-    log.info(TAG, "%s: %d bytes archived to %s", key, size, arch)
+        fs.remove("%s/%s.%d.jsonl" % (adir, key, nums.pop(0)))
+    log.info(_TAG, "%s: %d bytes archived to %s", key, size, arch)
     return arch
-
-
-def _tail_range(p, size, carry):
-    """Byte range of the last ``carry`` complete lines (within the window budget)."""
-    f, size = fs.open_read(p)
-    try:
-        start = end = None
-        count = 0
-        for s, e in _spans(f, size):
-            if end is None:
-                if e == size and s < e:
-                    continue  # an unterminated last line is not carried
-                end = e + 1 if e < size else e
-            if s == e:
-                continue
-            if end - s > config.SESSION_WINDOW_MAX_BYTES:
-                break
-            start = s
-            count += 1
-            if count >= carry:
-                break
-    finally:
-        f.close()
-    if start is None:
-        return 0, 0
-    return start, end
 
 
 def _spans(f, size):
@@ -192,10 +172,9 @@ def _spans(f, size):
     blk = config.FS_CHUNK_BYTES
     buf = bytearray(blk)
     mv = memoryview(buf)
-    pos = size
-    end = size
+    pos = end = size
     while pos > 0:
-        start = pos - blk if pos > blk else 0
+        start = max(0, pos - blk)
         n = pos - start
         f.seek(start)
         got = 0
@@ -216,29 +195,16 @@ def _spans(f, size):
     yield 0, end
 
 
-def _pointer(f, s, e, path):
-    """A short message standing in for a line too long to load (None for a tool result,
-    whose call cannot be matched without parsing it)."""
-    role = "user"
-    for at in (s, e - 300):  # the role is before or after the long field
-        f.seek(at)
-        part = f.read(300)
-        for r in ("assistant", "tool"):
-            if ('"role":"%s"' % r).encode() in part or ('"role": "%s"' % r).encode() in part:
-                role = r
-    if role == "tool":
-        return None
-    return {"role": role, "content": "[a message of %d bytes is stored in %s at byte %d; too long to load "
-            "here: read_file with offset %d if it matters]" % (e - s, path, s, s)}
-
-
 def load(key, n=None, budget=None):
     """The last ``n`` messages of session ``key`` (default ``AGENT_HISTORY_MSGS``), oldest first.
 
     When the ``n``-th message back is not a user message, up to ``n`` more are read to
-    reach one, so the window starts at a question. ``budget``: the JSON bytes the window may hold (default ``SESSION_WINDOW_MAX_BYTES``);
-    the newest message always counts. The result is repaired (``repair``). Skipped and
-    mended lines are counted in the module's ``report``. Returns [] for a new session.
+    reach one, so the window starts at a question. ``budget``: the JSON bytes the window
+    may hold (default ``SESSION_WINDOW_MAX_BYTES``); the newest message always counts. A
+    line over ``SESSION_LINE_MAX_BYTES`` becomes a short message saying where it is (a
+    tool result is left out: its call cannot be matched without parsing it). The result
+    is repaired (``repair``). Skipped and mended lines are counted in the module's
+    ``report``. Returns [] for a new session.
     """
     n = n or config.AGENT_HISTORY_MSGS
     budget = budget or config.SESSION_WINDOW_MAX_BYTES
@@ -252,28 +218,32 @@ def load(key, n=None, budget=None):
     got = []
     used = 0
     try:
-        first = True
         for s, e in _spans(f, size):
-            tail = first and e == size
-            first = False
-            if s == e:
-                continue
             ln = e - s
+            if not ln:
+                continue
             if ln > config.SESSION_LINE_MAX_BYTES:
-                m = _pointer(f, s, e, p)
                 report["oversize"] += 1
-                if m is None:
+                role = "user"
+                for at in (s, e - 300):  # the role is before or after the long field
+                    f.seek(at)
+                    part = f.read(300).replace(b'": "', b'":"')
+                    if b'"role":"assistant"' in part:
+                        role = "assistant"
+                    if b'"role":"tool"' in part:
+                        role = "tool"
+                if role == "tool":
                     continue
+                m = {"role": role, "content": "[a message of %d bytes is stored in %s at byte %d; too long to load "
+                     "here: read_file with offset %d if it matters]" % (ln, p, s, s)}
             else:
                 f.seek(s)
-                raw = f.read(ln)
                 try:
-                    m = json.loads(raw)
+                    m = json.loads(f.read(ln))
                 except (ValueError, UnicodeError):
                     m = None
-                raw = None
                 if not isinstance(m, dict):
-                    report["torn" if tail else "malformed"] += 1
+                    report["torn" if e == size else "malformed"] += 1  # only the last line can end at size
                     continue
             if got and used + ln > budget:
                 break
@@ -289,15 +259,9 @@ def load(key, n=None, budget=None):
     out, fixes = repair(got)
     report["repaired"] = fixes
     if report["torn"] or report["malformed"] or report["oversize"] or fixes:
-        log.warn(TAG, "%s: skipped %d torn, %d malformed, %d oversize line(s); %d repair(s)",
+        log.warn(_TAG, "%s: skipped %d torn, %d malformed, %d oversize line(s); %d repair(s)",
                  key, report["torn"], report["malformed"], report["oversize"], fixes)
     return out
-
-
-def _error_result(cid, name):
-    return {"role": "tool", "tool_call_id": cid, "name": name,
-            "content": "Error: no result was recorded for this call (it was interrupted)",
-            "is_error": True}
 
 
 def repair(msgs):
@@ -315,23 +279,21 @@ def repair(msgs):
     fixes = 0
     pending = []  # [(id, name)] of the last assistant message's unanswered calls
     seen = set()
-    for m in msgs:
+    for m in list(msgs) + [None]:  # None: the end, which answers the calls left open
         role = m.get("role") if isinstance(m, dict) else None
         if role == "tool":
             cid = m.get("tool_call_id")
-            hit = -1
-            for i in range(len(pending)):
-                if pending[i][0] == cid:
-                    hit = i
+            for c in pending:
+                if c[0] == cid:
+                    pending.remove(c)
+                    out.append(m)
                     break
-            if hit < 0:
+            else:
                 fixes += 1
-                continue
-            pending.pop(hit)
-            out.append(m)
             continue
         for cid, name in pending:
-            out.append(_error_result(cid, name))
+            out.append({"role": "tool", "tool_call_id": cid, "name": name, "is_error": True,
+                        "content": "Error: no result was recorded for this call (it was interrupted)"})
             fixes += 1
         pending = []
         if role == "assistant":
@@ -345,25 +307,22 @@ def repair(msgs):
                         continue
                     seen.add(cid)
                     keep.append(c)
+                    pending.append((cid, c.get("name", "")))
                 if len(keep) != len(calls):
                     m = dict(m)
                     if keep:
                         m["tool_calls"] = keep
                     else:
                         del m["tool_calls"]
-                pending = [(c["id"], c.get("name", "")) for c in keep]
-            if not m.get("tool_calls") and not m.get("content"):
+            if m.get("tool_calls") or m.get("content"):
+                out.append(m)
+            else:
                 fixes += 1
-                continue
-            out.append(m)
         elif role == "user":
             out.append(m)
-        else:
+        elif m is not None:
             fixes += 1
-    for cid, name in pending:
-        out.append(_error_result(cid, name))
-        fixes += 1
     i = 0
     while i < len(out) and out[i].get("role") != "user":
         i += 1
-    return (out[i:] if i else out), fixes + i
+    return out[i:], fixes + i

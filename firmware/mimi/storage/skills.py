@@ -15,8 +15,6 @@ from mimi.storage import fs
 
 _cache = [None, 0, 0]  # index text, its cap, ticks_ms when built
 
-_INTRO = "Skills (read_file /data/skills/<name>.md and follow it when a task matches):\n"
-
 
 def names():
     """Skill names (file names without ``.md``), sorted."""
@@ -34,37 +32,27 @@ def path(name):
 def summary(name):
     """``(title, first paragraph)`` of a skill; the title falls back to the name."""
     try:
-        data, cut, _ = fs.read(path(name), config.SKILLS_HEAD_BYTES)
-    except (fs.NotFound, ValueError):
+        return parse(fs.read_text(path(name), config.SKILLS_HEAD_BYTES)[0], name)
+    except (OSError, ValueError):  # gone, or not UTF-8 text
         return name, ""
-    if cut:
-        data = data[:fs.utf8_end(data, len(data))]
-    try:
-        text = data.decode()
-    except UnicodeError:
-        return name, ""
-    return parse(text, name)
 
 
 def parse(text, name=""):
     """Title and first paragraph of a skill's markdown ``text`` (see the module note)."""
-    lines = text.split("\n")
-    title = ""
-    i = 0
-    while i < len(lines) and not lines[i].strip():
-        i += 1
-    if i < len(lines) and lines[i].lstrip().startswith("#"):
-        title = lines[i].strip().lstrip("#").strip()
-        i += 1
+    title = None  # None until the first line with text: a title only when that is a heading
     para = []
-    while i < len(lines):
-        s = lines[i].strip()
-        i += 1
+    for line in text.split("\n"):
+        s = line.strip()
         if not s:
             if para:
                 break
             continue
-        if s.startswith("#") or s.startswith("---"):
+        if title is None:
+            title = ""
+            if s[0] == "#":
+                title = s.lstrip("#").strip()
+                continue
+        if s[0] == "#" or s.startswith("---"):
             if para:
                 break
             continue  # a heading is not a summary: take the paragraph under it
@@ -77,13 +65,6 @@ def list():
     return [(n, summary(n)[0]) for n in names()]
 
 
-def _clip(text, limit):
-    b = text.encode()
-    if len(b) <= limit:
-        return text
-    return b[:fs.utf8_end(b, limit - 3)].decode() + "..."
-
-
 def forget():
     """Drop the cached index (a skill file changed)."""
     _cache[0] = None
@@ -92,40 +73,40 @@ def forget():
 def index(cap=None):
     """The skills index for the context: an intro line, then ``- name: Title. Summary``.
 
-    At most ``cap`` bytes (default ``SKILLS_INDEX_MAX_BYTES``); skills that do not fit are
-    counted in a last line pointing at ``list_dir``. '' when there are no skills. Cached
-    (see the module note).
+    At most ``cap`` bytes (default ``SKILLS_INDEX_MAX_BYTES``); each line at most
+    ``SKILLS_SUMMARY_MAX_BYTES`` (cut with ``...``); skills that do not fit are counted in
+    a last line pointing at ``list_dir``. '' when there are no skills. Cached (see the
+    module note).
     """
     cap = cap or config.SKILLS_INDEX_MAX_BYTES
     now = seam.ticks_ms()
     if _cache[0] is not None and _cache[1] == cap and \
             seam.ticks_diff(now, _cache[2]) < config.SKILLS_INDEX_TTL_S * 1000:
         return _cache[0]
-    text = _build(cap)
-    _cache[0] = text
-    _cache[1] = cap
-    _cache[2] = now
-    return text
-
-
-def _build(cap):
     all_names = names()
-    if not all_names:
-        return ""
-    out = [_INTRO]
-    used = len(_INTRO)
+    out = []
+    if all_names:
+        out.append("Skills (read_file /data/skills/<name>.md and follow it when a task matches):\n")
+    used = len(out[0]) if out else 0
     for k in range(len(all_names)):
         n = all_names[k]
         title, para = summary(n)
         line = "- %s: %s" % (n, title)
         if para:
-            line += ". " + para if not title.endswith(".") else " " + para
-        line = _clip(line, config.SKILLS_SUMMARY_MAX_BYTES) + "\n"
-        more = len(all_names) - k - 1
-        reserve = 48 if more else 0
-        if used + len(line.encode()) + reserve > cap:
-            out.append("- ... %d more: list_dir /data/skills\n" % (len(all_names) - k))
+            line += (" " if title.endswith(".") else ". ") + para
+        b = line.encode()
+        limit = config.SKILLS_SUMMARY_MAX_BYTES
+        if len(b) > limit:
+            line = b[:fs.utf8_end(b, limit - 3)].decode() + "..."
+        line += "\n"
+        more = len(all_names) - k
+        if used + len(line.encode()) + (48 if more > 1 else 0) > cap:
+            out.append("- ... %d more: list_dir /data/skills\n" % more)
             break
         out.append(line)
         used += len(line.encode())
-    return "".join(out)
+    text = "".join(out)
+    _cache[0] = text
+    _cache[1] = cap
+    _cache[2] = now
+    return text

@@ -7,8 +7,7 @@ def get_current_time(args, ctx):
     """No arguments. Also names today's note, so the model writes where the loader reads."""
     now = seam.time_s()
     if not clock.synced(now):
-        return ("The clock is not synced yet (no network time since start-up), so the date and "
-                "time are unknown. Do not guess a date; do not write a daily note now.")
+        return clock.describe(now) + ". Do not guess a date; do not write a daily note now."
     t = clock.local(now)
     return "%s, %s (UTC%s), unix %d, mode %s. Today's note: %s/%s.md" % (
         clock.DAYS[t[6]], clock.iso_local(now), clock.format_tz(clock.offset_s()), now,
@@ -16,7 +15,5 @@ def get_current_time(args, ctx):
 
 
 def register_all():
-    """Register get_current_time (group ``time``)."""
-    registry.register(registry.Tool(
-        "get_current_time", "The current local date and time, weekday, time zone and unix time.",
-        {"type": "object", "properties": {}}, get_current_time, "time"))
+    """Register get_current_time (group ``time``; text in ``tools.jsonl``)."""
+    registry.add(get_current_time)

@@ -9,9 +9,11 @@ from mimi.storage import cronjobs
 from mimi.tools import registry
 
 
-def _when(j):
+def _line(j):
+    """One job in words: ``j1: daily at 07:30 (local), next 2026-01-02T07:30:00+08:00``."""
     nxt = j.get("next_s")
-    return "next %s" % clock.iso_local(nxt) if nxt else "waits for the clock to be set"
+    return "%s: %s, %s" % (j["id"], cronjobs.kind_text(j),
+                           "next " + clock.iso_local(nxt) if nxt else "waits for the clock to be set")
 
 
 def cron_add(args, ctx):
@@ -27,43 +29,20 @@ def cron_add(args, ctx):
     jid = cronjobs.add(spec)
     for j in cronjobs.list():
         if j["id"] == jid:
-            return "added job %s: %s, %s" % (jid, cronjobs.kind_text(j), _when(j))
-    return "added job %s" % jid
+            return "added job " + _line(j)
+    return "added job " + jid
 
 
 def cron_list(args, ctx):
-    jobs = cronjobs.list()
-    if not jobs:
-        return "no scheduled jobs"
-    return "\n".join("%s: %s, %s, to %s %s: %s" % (
-        j["id"], cronjobs.kind_text(j), _when(j), j["channel"], j["chat_id"], j["text"]) for j in jobs)
+    out = ["%s, to %s %s: %s" % (_line(j), j["channel"], j["chat_id"], j["text"]) for j in cronjobs.list()]
+    return "\n".join(out) if out else "no scheduled jobs"
 
 
 def cron_remove(args, ctx):
     cronjobs.remove(args["id"])
-    return "removed job %s" % args["id"]
+    return "removed job " + args["id"]
 
 
 def register_all():
-    """Register the three cron tools (group ``cron``)."""
-    T = registry.Tool
-    registry.register(T(
-        "cron_add",
-        "Schedule a job: its text is given to you at the time set, and you act on it (e.g. "
-        "send_message). kind 'every' needs every_s (seconds, >= 60); 'at' needs at "
-        "(YYYY-MM-DD HH:MM local, once); 'daily' needs hhmm (HH:MM local).",
-        {"type": "object", "properties": {
-            "kind": {"type": "string", "enum": list(cronjobs.KINDS)},
-            "every_s": {"type": "integer"},
-            "at": {"type": "string", "description": "YYYY-MM-DD HH:MM, local time"},
-            "hhmm": {"type": "string", "description": "HH:MM, local time"},
-            "text": {"type": "string", "description": "what to do when it runs"},
-            "chat_id": {"type": ["string", "integer"], "description": "numeric chat id; default this chat"},
-            "channel": {"type": "string", "enum": ["telegram", "cli"]}},
-         "required": ["kind", "text"]},
-        cron_add, "cron"))
-    registry.register(T("cron_list", "List the scheduled jobs with their next run.",
-                        {"type": "object", "properties": {}}, cron_list, "cron"))
-    registry.register(T("cron_remove", "Remove a scheduled job by its id (see cron_list).",
-                        {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-                        cron_remove, "cron"))
+    """Register cron_add, cron_list, cron_remove (group ``cron``; text in ``tools.jsonl``)."""
+    registry.add(cron_add, cron_list, cron_remove)

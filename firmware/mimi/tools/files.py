@@ -12,28 +12,15 @@ from mimi import config
 from mimi.storage import fs, memory, skills
 from mimi.tools import registry
 
-_PATH = {"type": "string", "description": "file path under /data, e.g. /data/memory/MEMORY.md"}
-
 
 def _writable(path):
+    """The checked path, unless it is a file mimi keeps for itself (read-only to tools)."""
     p = fs.check_file(path)
     for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
         if p == r or p.startswith(r + "/"):
             raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
                 r, " (use the cron tools)" if r == config.CRON_PATH else ""))
     return p
-
-
-def _touched(p):
-    if p.startswith(config.SKILLS_DIR + "/"):
-        skills.forget()  # the context's index shows the new text next turn
-
-
-def _decode(data, path):
-    try:
-        return data.decode()
-    except UnicodeError:
-        raise ValueError("%s is not UTF-8 text" % path)
 
 
 def read_file(args, ctx):
@@ -43,21 +30,22 @@ def read_file(args, ctx):
     length = args.get("length") or config.TOOL_READ_MAX_BYTES
     if offset < 0 or length < 0:
         raise ValueError("offset and length must not be negative")
-    length = min(length, config.TOOL_READ_MAX_BYTES)
-    data, cut, size = fs.read(p, length, offset)
+    data, cut, size = fs.read(p, min(length, config.TOOL_READ_MAX_BYTES), offset)
     if size == 0:
         return "(empty file)"
     if offset >= size:
         return "(offset %d is at or past the end: the file has %d bytes)" % (offset, size)
     a = fs.utf8_start(data, 0)
     b = fs.utf8_end(data, len(data)) if cut else len(data)
-    text = _decode(data[a:b], p)
-    start = offset + a
-    end = offset + b
-    if start == 0 and end >= size:
+    try:
+        text = data[a:b].decode()
+    except UnicodeError:
+        raise ValueError("%s is not UTF-8 text" % p)
+    a += offset
+    b += offset
+    if a == 0 and b >= size:
         return text
-    more = "; next: offset=%d" % end if end < size else ""
-    return "%s\n[bytes %d-%d of %d%s]" % (text, start, end, size, more)
+    return "%s\n[bytes %d-%d of %d%s]" % (text, a, b, size, "; next: offset=%d" % b if b < size else "")
 
 
 def write_file(args, ctx):
@@ -68,7 +56,7 @@ def write_file(args, ctx):
         raise ValueError("content is %d bytes; at most %d per write" % (len(data), config.TOOL_WRITE_MAX_BYTES))
     with memory.LOCK:
         fs.write(p, data)
-    _touched(p)
+    skills.forget()  # a skill may have changed: the index shows it next turn
     return "wrote %d bytes to %s" % (len(data), p)
 
 
@@ -76,29 +64,24 @@ def edit_file(args, ctx):
     """``path``, ``old_text`` (must occur exactly once), ``new_text``."""
     p = _writable(args["path"])
     old = args["old_text"]
-    new = args["new_text"]
     if not old:
         raise ValueError("old_text is empty: give the exact text to replace")
+    limit = config.TOOL_WRITE_MAX_BYTES
     with memory.LOCK:
-        data, cut, size = fs.read(p, config.TOOL_WRITE_MAX_BYTES)
+        text, cut, size = fs.read_text(p, limit)
         if cut:
-            raise ValueError("%s is %d bytes, too large to edit (limit %d): rewrite it in parts" % (
-                p, size, config.TOOL_WRITE_MAX_BYTES))
-        text = _decode(data, p)
-        data = None
+            raise ValueError("%s is %d bytes, too large to edit (limit %d): rewrite it in parts" % (p, size, limit))
         n = text.count(old)
         if n != 1:
-            if n == 0:
-                raise ValueError("old_text was not found in %s (read_file it and copy the text exactly)" % p)
-            raise ValueError("old_text occurs %d times in %s; include more of the text around it so it occurs once" % (n, p))
-        text = text.replace(old, new, 1)
-        out = text.encode()
+            raise ValueError("old_text was not found in %s (read_file it and copy the text exactly)" % p if not n else
+                             "old_text occurs %d times in %s; include more around it so it occurs once" % (n, p))
+        data = text.replace(old, args["new_text"], 1).encode()
         text = None
-        if len(out) > config.TOOL_WRITE_MAX_BYTES:
-            raise ValueError("the edit would make %s %d bytes (limit %d)" % (p, len(out), config.TOOL_WRITE_MAX_BYTES))
-        fs.write(p, out)
-    _touched(p)
-    return "edited %s (%d bytes now)" % (p, len(out))
+        if len(data) > limit:
+            raise ValueError("the edit would make %s %d bytes (limit %d)" % (p, len(data), limit))
+        fs.write(p, data)
+    skills.forget()
+    return "edited %s (%d bytes now)" % (p, len(data))
 
 
 def list_dir(args, ctx):
@@ -107,28 +90,13 @@ def list_dir(args, ctx):
     entries = fs.listdir(p)
     if not entries:
         return "%s is empty" % p
-    out = ["%s:" % p]
+    out = [p + ":"]
     cap = config.TOOL_LIST_MAX_ENTRIES
     for name, is_dir, size in entries[:cap]:
         out.append("  %s/" % name if is_dir else "  %s  (%d bytes)" % (name, size))
     if len(entries) > cap:
         out.append("  ... %d more" % (len(entries) - cap))
     return "\n".join(out)
-
-
-def _heading(line):
-    """``(level, text)`` when ``line`` (bytes) is a markdown heading, else None."""
-    if not line.startswith(b"#"):
-        return None
-    lvl = 0
-    while lvl < len(line) and line[lvl] == 35:  # '#'
-        lvl += 1
-    if lvl > 6 or (lvl < len(line) and line[lvl] not in (32, 9)):
-        return None
-    try:
-        return lvl, line[lvl:].decode().strip()
-    except UnicodeError:
-        return lvl, ""
 
 
 def read_section(args, ctx):
@@ -146,66 +114,64 @@ def read_section(args, ctx):
     end = None
     heads = []
     for off, line in fs.lines(p):
-        h = _heading(line)
-        if h is None:
-            continue
-        lvl, title = h
+        lvl = 0
+        while lvl < len(line) and line[lvl] == 35:  # '#'
+            lvl += 1
+        if not 0 < lvl <= 6 or (lvl < len(line) and line[lvl] not in (32, 9)):
+            continue  # not a heading
+        try:
+            title = line[lvl:].decode().strip()
+        except UnicodeError:
+            title = ""
+        t = title.lower()
         if found is not None:
             if lvl <= found[0]:
-                if found[2] or title.lower() != want:
+                if found[2] or t != want:
                     end = off
                     break
                 found = (lvl, off, True)  # an exact match later beats a partial one
             continue
         if len(heads) < 40:
             heads.append("#" * lvl + " " + title)
-        t = title.lower()
-        if t == want or want in t:
+        if want in t:
             found = (lvl, off, t == want)
     if found is None:
         return "no heading matching '%s' in %s. Headings: %s" % (args["heading"], p, "; ".join(heads) or "none")
-    size = fs.size(p)
-    stop = size if end is None else end
-    length = min(stop - found[1], config.TOOL_SECTION_MAX_BYTES)
-    data = fs.read(p, length, found[1])[0]
-    cut = found[1] + length < stop
-    if cut:
-        data = data[:fs.utf8_end(data, len(data))]
-    text = _decode(data, p).rstrip("\n")
-    if cut:
-        nxt = found[1] + len(data)
-        text += "\n[section continues: read_file %s offset=%d length=%d]" % (p, nxt, stop - nxt)
-    return text
-
-
-def _walk(p, depth, out, limit):
-    for name, is_dir, size in fs.listdir(p):
-        if len(out) >= limit:
-            return
-        q = p + "/" + name
-        if is_dir:
-            if depth > 0:
-                _walk(q, depth - 1, out, limit)
-        else:
-            out.append((q, size))
+    start = found[1]
+    stop = fs.size(p) if end is None else end
+    text = fs.read_text(p, min(stop - start, config.TOOL_SECTION_MAX_BYTES), start)[0]
+    if stop - start > config.TOOL_SECTION_MAX_BYTES:
+        nxt = start + len(text.encode())
+        return "%s\n[section continues: read_file %s offset=%d length=%d]" % (text.rstrip("\n"), p, nxt, stop - nxt)
+    return text.rstrip("\n")
 
 
 def search_files(args, ctx):
     """``query`` (keywords), optional ``path`` (folder, default ``/data``).
 
-    Scores each file by the keywords found in its path and first line; returns the best
-    ``TOOL_SEARCH_MAX_HITS`` with their first lines (seed 004's search_files).
+    Scores each file (at most 400, three folders deep) by the keywords found in its path
+    and first line; returns the best ``TOOL_SEARCH_MAX_HITS`` with their first lines
+    (seed 004's search_files).
     """
     root = fs.check(args.get("path") or config.DATA)
-    words = [w for w in args["query"].lower().split() if w]
+    words = args["query"].lower().split()
     if not words:
         raise ValueError("query is empty: give one or more keywords")
-    files = []
-    _walk(root, 3, files, 400)
     hits = []
-    for q, size in files:
-        first = ""
-        if size:
+    todo = [(root, 3)]  # folders still to look in, with the depth left below them
+    seen = 0
+    while todo and seen < 400:
+        folder, depth = todo.pop()
+        for name, is_dir, size in fs.listdir(folder):
+            q = folder + "/" + name
+            if is_dir:
+                if depth:
+                    todo.append((q, depth - 1))
+                continue
+            seen += 1
+            if seen > 400:
+                break
+            first = ""
             try:
                 for _, line in fs.lines(q, 160):
                     first = line.decode().strip()
@@ -213,53 +179,21 @@ def search_files(args, ctx):
                         break
             except (UnicodeError, OSError, ValueError):
                 first = ""
-        hay = (q + " " + first).lower()
-        score = 0
-        for w in words:
-            if w in hay:
-                score += 2 if w in q.lower() else 1
-        if score:
-            hits.append((-score, q, size, first))
+            score = 0
+            for w in words:
+                score += 2 if w in q.lower() else 1 if w in first.lower() else 0
+            if score:
+                hits.append((-score, q, size, first))
     if not hits:
         return "no file under %s matches '%s' in its name or first line" % (root, args["query"])
     hits.sort()
-    out = []
-    for s, q, size, first in hits[:config.TOOL_SEARCH_MAX_HITS]:
-        out.append("%s (%d bytes)%s" % (q, size, ": " + first[:120] if first else ""))
-    if len(hits) > config.TOOL_SEARCH_MAX_HITS:
-        out.append("... %d more; narrow the query or the folder" % (len(hits) - config.TOOL_SEARCH_MAX_HITS))
+    top = config.TOOL_SEARCH_MAX_HITS
+    out = ["%s (%d bytes)%s" % (q, size, ": " + first[:120] if first else "") for _, q, size, first in hits[:top]]
+    if len(hits) > top:
+        out.append("... %d more; narrow the query or the folder" % (len(hits) - top))
     return "\n".join(out)
 
 
 def register_all():
-    """Register the six file tools (group ``file``)."""
-    T = registry.Tool
-    reg = registry.register
-    reg(T("read_file", "Read a text file under /data. Long files come in parts: pass offset "
-          "(bytes) and length to read further.",
-          {"type": "object", "properties": {
-              "path": _PATH,
-              "offset": {"type": "integer", "description": "byte to start at (default 0)"},
-              "length": {"type": "integer", "description": "bytes to read (default and max %d)" % config.TOOL_READ_MAX_BYTES}},
-           "required": ["path"]}, read_file, "file"))
-    reg(T("write_file", "Create or replace a file under /data with the given text (atomic). "
-          "To change part of a file, use edit_file.",
-          {"type": "object", "properties": {"path": _PATH, "content": {"type": "string"}},
-           "required": ["path", "content"]}, write_file, "file"))
-    reg(T("edit_file", "Replace old_text with new_text in a file. old_text must occur exactly once: "
-          "read the file first and copy it exactly.",
-          {"type": "object", "properties": {
-              "path": _PATH, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
-           "required": ["path", "old_text", "new_text"]}, edit_file, "file"))
-    reg(T("list_dir", "List a folder under /data (default /data): names, sizes, subfolders.",
-          {"type": "object", "properties": {"path": {"type": "string", "description": "folder, default /data"}}},
-          list_dir, "file"))
-    reg(T("read_section", "Read one markdown section (a heading and what is under it) of a long file.",
-          {"type": "object", "properties": {
-              "path": _PATH, "heading": {"type": "string", "description": "heading text, e.g. Pin Aliases"}},
-           "required": ["path", "heading"]}, read_section, "file"))
-    reg(T("search_files", "Find files whose name or first line holds the keywords, under a folder.",
-          {"type": "object", "properties": {
-              "query": {"type": "string", "description": "keywords separated by spaces"},
-              "path": {"type": "string", "description": "folder to search, default /data"}},
-           "required": ["query"]}, search_files, "file"))
+    """Register the six file tools (group ``file``; text in ``tools.jsonl``)."""
+    registry.add(read_file, write_file, edit_file, list_dir, read_section, search_files)

@@ -12,126 +12,98 @@ from mimi.storage import fs
 from mimi.tools import registry
 
 
-def _text(b):
-    try:
-        return b.decode()
-    except UnicodeError:
-        return "[a line that is not UTF-8 text]"
-
-
-def _files(only):
-    if only:
-        name = only.rsplit("/", 1)[-1]
-        if not name.endswith(".md"):
-            name += ".md"
-        return [fs.check_file(config.MEMORY_DIR + "/" + name)]
-    try:
-        entries = fs.listdir(config.MEMORY_DIR)
-    except fs.NotFound:
-        return []
-    names = [e[0] for e in entries if not e[1] and e[0].endswith(".md")]
-    # MEMORY.md first, then the notes newest first
-    names.sort(reverse=True)
-    if "MEMORY.md" in names:
-        names.remove("MEMORY.md")
-        names.insert(0, "MEMORY.md")
-    return [config.MEMORY_DIR + "/" + n for n in names]
-
-
-def _add(out, line):
-    """Add ``line`` to ``out`` = [lines, bytes left]; False (nothing added) past the cap."""
-    out[1] -= len(line.encode()) + 1
-    if out[1] < 0:
-        return False
-    out[0].append(line)
-    return True
-
-
-def _search_file(path, words, out, matches, max_matches):
-    """Append this file's hits to ``out``; return the new match count."""
-    ctx_n = config.MEMORY_SEARCH_CONTEXT_LINES
-    before = []  # (line number, text) of the lines just before
-    after = 0  # context lines still to print after the last hit
-    last = 0  # number of the last line printed
-    header = False
-    n = 0
-    for _, raw in fs.lines(path, 512):
-        n += 1
-        line = _text(raw)
-        low = line.lower()
-        hit = matches < max_matches and any(w in low for w in words)
-        if hit:
-            first = n
-            for num, _ in before:
-                if num > last:
-                    first = num
-                    break
-            if not header:
-                if not _add(out, "== %s" % path):
-                    return matches
-                header = True
-            elif first > last + 1 and not _add(out, "--"):
-                return matches
-            for num, t in before:
-                if num > last and not _add(out, "%d- %s" % (num, t)):
-                    return matches
-            if not _add(out, "%d: %s" % (n, line)):
-                return matches
-            last = n
-            matches += 1
-            after = ctx_n
-            before = []
-            continue
-        if after:
-            if not _add(out, "%d- %s" % (n, line)):
-                return matches
-            last = n
-            after -= 1
-        elif matches >= max_matches:
-            break
-        before.append((n, line))
-        if len(before) > ctx_n:
-            before.pop(0)
-    return matches
-
-
 def memory_search(args, ctx):
-    """``query`` (keywords), optional ``file`` (one note, e.g. ``2026-01-05`` or ``MEMORY.md``)."""
-    words = [w for w in args["query"].lower().split() if w]
+    """``query`` (keywords), optional ``file`` (one note, e.g. ``2026-01-05`` or ``MEMORY.md``).
+
+    Output: per file ``== path``, then hits ``N: line`` with context ``N- line`` around
+    them, ``--`` between separate runs, and a last line counting the matches.
+    """
+    words = args["query"].lower().split()
     if not words:
         raise ValueError("query is empty: give one or more keywords")
-    files = _files(args.get("file"))
-    if not files:
-        return "no memory notes yet: write lasting facts to %s and the day's events to %s" % (
-            config.MEMORY_PATH, config.MEMORY_DIR + "/YYYY-MM-DD.md")
-    out = [[], config.MEMORY_SEARCH_MAX_BYTES - 120]
-    matches = 0
-    max_m = config.MEMORY_SEARCH_MAX_MATCHES
-    for p in files:
+    only = args.get("file")
+    mdir = config.MEMORY_DIR
+    if only:
+        name = only.rsplit("/", 1)[-1]
+        files = [fs.check_file(mdir + "/" + (name if name.endswith(".md") else name + ".md"))]
+    else:
         try:
-            matches = _search_file(p, words, out, matches, max_m)
+            names = [e[0] for e in fs.listdir(mdir) if not e[1] and e[0].endswith(".md")]
         except fs.NotFound:
-            if args.get("file"):
+            names = []
+        names.sort(reverse=True)  # the notes newest first, after MEMORY.md
+        if "MEMORY.md" in names:
+            names.remove("MEMORY.md")
+            names.insert(0, "MEMORY.md")
+        files = [mdir + "/" + n for n in names]
+    if not files:
+        return "no memory notes yet: write lasting facts to %s and the day's events to %s/YYYY-MM-DD.md" % (
+            config.MEMORY_PATH, mdir)
+    out = []
+    left = config.MEMORY_SEARCH_MAX_BYTES - 120  # room for the last line
+    matches = 0
+    most = config.MEMORY_SEARCH_MAX_MATCHES
+    around = config.MEMORY_SEARCH_CONTEXT_LINES
+    for p in files:
+        before = []  # (number, text) of the lines just before, not printed
+        after = 0  # context lines still to print after the last hit
+        last = 0  # number of the last line printed in this file
+        n = 0
+        try:
+            for _, raw in fs.lines(p, 512):
+                n += 1
+                try:
+                    line = raw.decode()
+                except UnicodeError:
+                    line = "[a line that is not UTF-8 text]"
+                low = line.lower()
+                new = []
+                for w in words:
+                    if matches < most and w in low:
+                        if not last:
+                            new.append("== " + p)
+                        elif (before[0][0] if before else n) > last + 1:
+                            new.append("--")
+                        for b in before:
+                            new.append("%d- %s" % b)
+                        new.append("%d: %s" % (n, line))
+                        matches += 1
+                        after = around
+                        before = []
+                        last = n
+                        break
+                else:
+                    if after:
+                        new.append("%d- %s" % (n, line))
+                        after -= 1
+                        last = n
+                    elif matches >= most:
+                        break
+                    else:
+                        before.append((n, line))
+                        if len(before) > around:
+                            before.pop(0)
+                for t in new:
+                    left -= len(t.encode()) + 1
+                    if left < 0:
+                        break
+                    out.append(t)
+                if left < 0:
+                    break
+        except fs.NotFound:
+            if only:
                 raise
-        if matches >= max_m or out[1] < 0:
+        if matches >= most or left < 0:
             break
     if not matches:
-        return "no line in the memory notes mentions: %s" % " ".join(words)
+        return "no line in the memory notes mentions: " + " ".join(words)
     tail = "%d match%s" % (matches, "" if matches == 1 else "es")
-    if matches >= max_m or out[1] < 0:
+    if matches >= most or left < 0:
         tail += " (limit reached: search with more specific words, or pass file)"
-    out[0].append(tail)
-    return "\n".join(out[0])
+    out.append(tail)
+    return "\n".join(out)
 
 
 def register_all():
-    """Register memory_search (group ``memory``)."""
-    registry.register(registry.Tool(
-        "memory_search",
-        "Search the memory notes (MEMORY.md and the daily notes) for keywords; returns matching "
-        "lines with 2 lines around them.",
-        {"type": "object", "properties": {
-            "query": {"type": "string", "description": "keywords separated by spaces (any may match)"},
-            "file": {"type": "string", "description": "only this note, e.g. 2026-01-05 or MEMORY.md"}},
-         "required": ["query"]},
-        memory_search, "memory", max_bytes=config.MEMORY_SEARCH_MAX_BYTES))
+    """Register memory_search (group ``memory``; text in ``tools.jsonl``)."""
+    registry.add(memory_search, max_bytes=config.MEMORY_SEARCH_MAX_BYTES)

@@ -8,15 +8,6 @@ strangers.
 from mimi import config
 from mimi.tools import registry
 
-_CHANNELS = ("telegram", "cli")
-
-
-def _allowed():
-    ids = []
-    for name in ("owner_chat", "allowed_chats"):
-        for part in config.get(name).replace(",", " ").split():
-            ids.append(part)
-    return ids
 
 
 def send_message(args, ctx):
@@ -25,33 +16,28 @@ def send_message(args, ctx):
     if bus is None:
         raise ValueError("no message bus in this turn")
     text = args["text"]
+    n = len(text.encode())
     if not text.strip():
         raise ValueError("text is empty")
-    if len(text.encode()) > config.TOOL_MESSAGE_MAX_BYTES:
+    if n > config.TOOL_MESSAGE_MAX_BYTES:
         raise ValueError("text is over %d bytes: shorten it" % config.TOOL_MESSAGE_MAX_BYTES)
     here = ctx.get("channel")
-    channel = args.get("channel") or ctx.get("reply_channel") or (here if here in _CHANNELS else "telegram")
-    if channel not in _CHANNELS:
-        raise ValueError("channel must be one of: %s" % ", ".join(_CHANNELS))
+    channel = args.get("channel") or ctx.get("reply_channel") or (here if here in ("telegram", "cli") else "telegram")
+    if channel not in ("telegram", "cli"):
+        raise ValueError("channel must be telegram or cli")
     chat = args.get("chat_id")
     chat = str(ctx.get("chat_id") if chat is None or chat == "" else chat).strip()
     if not chat or chat == "None":
         raise ValueError("chat_id is needed")
-    if chat != str(ctx.get("chat_id")) and chat not in _allowed():
+    # Only this chat, the owner's or an allowed one: a prompt cannot make the bot write to strangers.
+    if chat != str(ctx.get("chat_id")) and chat not in (config.get("owner_chat") + " " + config.get(
+            "allowed_chats")).replace(",", " ").split():
         raise ValueError("chat %s is not this chat, the owner's, or an allowed chat" % chat)
     if not bus.send(channel, chat, text, "text"):
         raise ValueError("the outbound queue is full; try again later")
-    return "sent to %s chat %s (%d bytes)" % (channel, chat, len(text.encode()))
+    return "sent to %s chat %s (%d bytes)" % (channel, chat, n)
 
 
 def register_all():
-    """Register send_message (group ``msg``)."""
-    registry.register(registry.Tool(
-        "send_message",
-        "Send a message to a chat now (e.g. from a scheduled job or heartbeat). Default: this chat.",
-        {"type": "object", "properties": {
-            "text": {"type": "string"},
-            "chat_id": {"type": ["string", "integer"], "description": "numeric chat id; default this chat"},
-            "channel": {"type": "string", "enum": list(_CHANNELS), "description": "default telegram"}},
-         "required": ["text"]},
-        send_message, "msg"))
+    """Register send_message (group ``msg``; text in ``tools.jsonl``)."""
+    registry.add(send_message)

@@ -7,64 +7,110 @@ raises to report a problem (``ValueError("path must be under /data")``); ``execu
 turns any exception, a wrong or missing argument, or an unknown tool into an error
 result the model reads, never a crash (nanobot's "tool errors are data").
 
-Results are capped at ``TOOL_RESULT_MAX_BYTES`` (8 KB) with a visible truncation marker.
+Results are capped at 8 KB (``Tool.max_bytes``) with a visible truncation marker.
+
+Descriptions and schemas are long fixed text, so they live in ``tools.jsonl`` beside
+this module (deploy it with the package), one tool a line:
+``{"name": ..., "group": ..., "description": ..., "input_schema": {...}}`` with ``name``
+first. ``add(handler, ...)`` registers the tools named by their handlers from it; such a
+tool's ``description`` and ``schema`` are read from its line when asked for (when a
+provider writes a request, when ``execute`` checks arguments), so they take no RAM
+between turns. ``Tool(name, description, schema, ...)`` with the text given still works.
 
 Groups let a channel withhold tools: ``file``, ``gpio``, ``cron`` are not offered to group
 chats unless the owner allows it (issue 4); ``net`` tools appear only when configured
 (a tool's ``available()`` returns False otherwise).
 """
+import json
+
 from micropython import const
 
-TOOL_RESULT_MAX_BYTES = const(8192)
-_MARK = "\n[truncated: result over %d bytes]"
+_RESULT_MAX_BYTES = const(8192)
+_LINE_MAX_BYTES = const(2048)  # one line of tools.jsonl
+SPECS = __file__.rsplit("/", 1)[0] + "/tools.jsonl"
 
-_TYPES = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-}
+
+_tools = []  # in registration order
+_last = (None, None)  # the tool whose line was read last, and the line parsed
 
 
 class Tool:
-    """A tool the model can call."""
+    """A tool the model can call. ``description``/``schema`` None: from ``tools.jsonl``."""
 
     def __init__(self, name, description, schema, handler, group="misc", available=None,
-                 max_bytes=TOOL_RESULT_MAX_BYTES):
+                 max_bytes=_RESULT_MAX_BYTES):
         self.name = name
-        self.description = description
-        self.schema = schema  # {"type": "object", "properties": {...}, "required": [...]}
+        if description is not None:
+            self.description = description
+            self.schema = schema  # {"type": "object", "properties": {...}, "required": [...]}
         self.handler = handler
         self.group = group
         self.available = available  # callable -> bool, or None for always
         self.max_bytes = max_bytes  # the result's cap (memory_search: seed 003's 10,000)
+        self.at = None  # (offset, length) of its line in tools.jsonl
+
+    def __getattr__(self, name):
+        """``description`` and ``schema`` of a tool from ``tools.jsonl``: its line, read and
+        parsed now (the last one is kept: a provider asks for both, one after the other)."""
+        if name != "description" and name != "schema" or self.at is None:
+            raise AttributeError(name)
+        global _last
+        last = _last
+        if last[0] is not self:
+            with open(SPECS, "rb") as f:
+                f.seek(self.at[0])
+                last = (self, json.loads(f.read(self.at[1])))
+            _last = last
+        return last[1]["description" if name == "description" else "input_schema"]
 
 
-_tools = {}
-_order = []
+def add(*handlers, max_bytes=_RESULT_MAX_BYTES):
+    """Register a tool for each handler: its name is the handler's ``__name__``, its group,
+    description and schema are its line in ``tools.jsonl``. Registered in the file's order.
+
+    Raises ``ValueError`` naming a handler that has no line.
+    """
+    want = {}
+    for h in handlers:
+        want[h.__name__] = h
+    at = 0
+    with open(SPECS, "rb") as f:
+        while want:
+            line = f.readline(_LINE_MAX_BYTES)
+            if not line:
+                raise ValueError("no line for %s in %s" % (", ".join(want), SPECS))
+            name = line[9:line.find(b'"', 9)].decode()  # after {"name":"
+            h = want.pop(name, None)
+            if h is not None:
+                t = Tool(name, None, None, h, json.loads(line)["group"], None, max_bytes)
+                t.at = (at, len(line))
+                register(t)
+            at += len(line)
 
 
 def register(tool):
-    """Add ``tool`` (replacing one of the same name)."""
-    if tool.name not in _tools:
-        _order.append(tool.name)
-    _tools[tool.name] = tool
+    """Add ``tool`` (replacing one of the same name, in its place)."""
+    for i in range(len(_tools)):
+        if _tools[i].name == tool.name:
+            _tools[i] = tool
+            return
+    _tools.append(tool)
 
 
 def clear():
     """Forget every tool (tests)."""
-    _tools.clear()
-    del _order[:]
+    del _tools[:]
 
 
 def get(name):
-    return _tools.get(name)
+    for t in _tools:
+        if t.name == name:
+            return t
+    return None
 
 
 def names():
-    return list(_order)
+    return [t.name for t in _tools]
 
 
 def offered(denied_groups=()):
@@ -73,99 +119,75 @@ def offered(denied_groups=()):
     ``denied_groups``: groups the channel may not use (e.g. ``("file", "gpio", "cron")``
     in a group chat). Tools whose ``available()`` is False are left out.
     """
-    out = []
-    for n in _order:
-        t = _tools[n]
-        if t.group in denied_groups:
-            continue
-        if t.available is not None and not t.available():
-            continue
-        out.append(t)
-    return out
+    return [t for t in _tools if t.group not in denied_groups and (t.available is None or t.available())]
 
 
 def check_args(tool, args):
-    """Return None when ``args`` fit the tool's schema, else a message naming the problem."""
+    """None when ``args`` fit the tool's schema, else a message naming the problem.
+
+    Checked: required names present (not null), no unknown names, each property's
+    ``type`` (or one of a list of types: ``["string", "integer"]``) and ``enum``.
+    """
     if not isinstance(args, dict):
-        return "arguments must be a JSON object, got %s" % type(args).__name__
+        return "arguments must be a JSON object"
     schema = tool.schema or {}
     props = schema.get("properties", {})
-    for name in schema.get("required", ()):
-        if name not in args or args[name] is None:
-            return "missing required argument '%s'" % name
-    for name in args:
-        if name not in props:
-            return "unknown argument '%s' (expected: %s)" % (name, ", ".join(props) or "none")
-        want = props[name].get("type")
-        if isinstance(want, list):  # ["string", "integer"]: any of them
-            types = ()
-            for w in want:
-                types += _TYPES.get(w, ())
-            want = " or ".join(want)
-        else:
-            types = _TYPES.get(want)
-        v = args[name]
-        if not types:
-            continue
-        if isinstance(v, bool) and bool not in types:
-            return "argument '%s' must be %s, got boolean" % (name, want)
-        if not isinstance(v, types):
-            return "argument '%s' must be %s, got %s" % (name, want, _json_type(v))
-        enum = props[name].get("enum")
-        if enum and v not in enum:
-            return "argument '%s' must be one of %s" % (name, ", ".join(str(e) for e in enum))
+    for k in schema.get("required", ()):
+        if args.get(k) is None:
+            return "missing required argument '%s'" % k
+    for k in args:
+        p = props.get(k)
+        if p is None:
+            return "unknown argument '%s' (expected: %s)" % (k, ", ".join(props) or "none")
+        v = args[k]
+        # Its JSON type name; bool before int (a bool is an int).
+        got = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else
+               "number" if isinstance(v, float) else "string" if isinstance(v, str) else
+               "object" if isinstance(v, dict) else "array" if isinstance(v, list) else "null")
+        want = p.get("type") or got  # a name, or a list of names (any of them)
+        # No type name holds another, so ``in`` works on a name as on a list.
+        if got not in want and not (got == "integer" and "number" in want):
+            return "argument '%s' must be %s, got %s" % (k, want if isinstance(want, str) else " or ".join(want), got)
+        if v not in p.get("enum", (v,)):
+            return "argument '%s' must be one of %s" % (k, p["enum"])
     return None
-
-
-def _json_type(v):
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list):
-        return "array"
-    return "null" if v is None else type(v).__name__
-
-
-def cap(text, limit=TOOL_RESULT_MAX_BYTES):
-    """Cut ``text`` to ``limit`` bytes of UTF-8 at a character boundary, with a marker."""
-    b = text.encode() if isinstance(text, str) else bytes(text)
-    if len(b) <= limit:
-        return b.decode() if not isinstance(text, str) else text
-    mark = _MARK % limit
-    end = limit - len(mark)
-    while end > 0 and (b[end] & 0xC0) == 0x80:  # do not split a UTF-8 character
-        end -= 1
-    return b[:end].decode() + mark
 
 
 def execute(name, args, ctx):
     """Run tool ``name`` with ``args``; return ``(text, is_error)``, never raise.
 
-    ``text`` is at most 8 KB. Unknown tools, argument errors and handler exceptions come
-    back as ``("Error: ...", True)``.
+    ``text`` is cut to the tool's ``max_bytes`` (8 KB for errors) at a UTF-8 character
+    boundary, with a marker. Unknown tools, arguments that do not fit (``check_args``) and
+    handler exceptions come back as ``("Error: ...", True)``.
     """
-    tool = _tools.get(name)
+    tool = get(name)
+    limit = _RESULT_MAX_BYTES
+    err = True
     if tool is None:
-        return ("Error: unknown tool '%s'" % name, True)
-    if tool.available is not None and not tool.available():
-        return ("Error: tool '%s' is not available here" % name, True)
-    problem = check_args(tool, args)
-    if problem:
-        return ("Error: %s: %s" % (name, problem), True)
-    try:
-        out = tool.handler(args, ctx)
-    except MemoryError:
-        return ("Error: %s: out of memory; try a smaller request" % name, True)
-    except Exception as e:  # noqa: BLE001 - any handler failure is data for the model
-        msg = str(e) or type(e).__name__
-        return (cap("Error: %s: %s" % (name, msg)), True)
-    if out is None:
-        out = "ok"
-    return (cap(out, tool.max_bytes), False)
+        out = "Error: unknown tool '%s'" % name
+    elif tool.available is not None and not tool.available():
+        out = "Error: tool '%s' is not available here" % name
+    else:
+        try:
+            out = check_args(tool, args)
+            if out:
+                out = "Error: %s: %s" % (name, out)
+            else:
+                out = tool.handler(args, ctx)
+                out = "ok" if out is None else out
+                err = False
+                limit = tool.max_bytes
+        except MemoryError:
+            return ("Error: %s: out of memory; try a smaller request" % name, True)
+        except Exception as e:  # noqa: BLE001 - any handler failure is data for the model
+            out = "Error: %s: %s" % (name, str(e) or type(e).__name__)
+    b = out.encode() if isinstance(out, str) else bytes(out)
+    if len(b) > limit:
+        mark = "\n[truncated: result over %d bytes]" % limit
+        end = limit - len(mark)
+        while end > 0 and (b[end] & 0xC0) == 0x80:  # do not split a UTF-8 character
+            end -= 1
+        out = b[:end].decode() + mark
+    elif not isinstance(out, str):
+        out = b.decode()
+    return (out, err)
