@@ -35,7 +35,7 @@ def _body(writer):
 
 
 def test_anthropic_body():
-    p = anthropic.Provider("anthropic", "https://api.anthropic.com/", "sk-ant-FAKE", "claude-x")
+    p = common.Provider("anthropic", "anthropic", "https://api.anthropic.com/", "sk-ant-FAKE", "claude-x")
     assert p.url() == "https://api.anthropic.com/v1/messages"
     h = p.headers()
     assert h["x-api-key"] == "sk-ant-FAKE" and h["anthropic-version"] == "2023-06-01"
@@ -60,7 +60,7 @@ def test_anthropic_body():
 
 def test_anthropic_user_text_after_results_joins_that_message():
     msgs = HISTORY[:4] + [{"role": "user", "content": "and?"}]
-    b = _body(anthropic.Provider("a", "http://h", "k", "m").writer(None, msgs, None, 10))
+    b = _body(common.Provider("anthropic", "a", "http://h", "k", "m").writer(None, msgs, None, 10))
     m = b["messages"]
     assert [x["role"] for x in m] == ["user", "assistant", "user"]
     assert m[2]["content"][-1] == {"type": "text", "text": "and?"}
@@ -68,13 +68,13 @@ def test_anthropic_user_text_after_results_joins_that_message():
 
 
 def test_openai_body():
-    p = openai.Provider("openai", "https://api.openai.com/v1/", "sk-FAKE", "gpt-x")
+    p = common.Provider("openai", "openai", "https://api.openai.com/v1/", "sk-FAKE", "gpt-x")
     assert p.url() == "https://api.openai.com/v1/chat/completions"
     assert p.headers()["authorization"] == "Bearer sk-FAKE"
-    assert "authorization" not in openai.Provider("ollama", "http://h/v1", "", "m", False).headers()
+    assert "authorization" not in common.Provider("openai", "ollama", "http://h/v1", "", "m", False).headers()
     b = _body(p.writer(memoryview(SYSTEM.encode()), HISTORY, [TOOL], 300))
     assert b["max_completion_tokens"] == 300 and "max_tokens" not in b
-    other = _body(openai.Provider("ollama", "http://h/v1", "", "m", False).writer(None, HISTORY[:1], None, 77))
+    other = _body(common.Provider("openai", "ollama", "http://h/v1", "", "m", False).writer(None, HISTORY[:1], None, 77))
     assert other["max_tokens"] == 77 and other["messages"] == [{"role": "user", "content": "read two files"}]
     assert b["tools"] == [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                                             "parameters": TOOL.schema}}]
@@ -149,26 +149,33 @@ def test_repair_utf16_pairs_left_by_micropython_json():
     assert fixed.encode() in (b"x\xef\xbf\xbdy", b"x?y")
 
 
-def test_parse_args():
-    assert common.parse_args('{"a": 1}') == ({"a": 1}, None)
-    assert common.parse_args("") == ({}, None)
-    assert common.parse_args(None) == ({}, None)
-    assert common.parse_args({"b": 2}) == ({"b": 2}, None)
-    v, err = common.parse_args("[1, 2]")
+def _args(raw):
+    c = openai.parse(_oai({"content": None, "tool_calls": [{"id": "c", "function": {"name": "f",
+                                                                                  "arguments": raw}}]}))
+    c = c["tool_calls"][0]
+    return c["input"], c.get("error")
+
+
+def test_tool_call_arguments():
+    assert _args('{"a": 1}') == ({"a": 1}, None)
+    assert _args("") == ({}, None)
+    assert _args(None) == ({}, None)
+    assert _args({"b": 2}) == ({"b": 2}, None)
+    v, err = _args("[1, 2]")
     assert v == {} and "object" in err
-    v, err = common.parse_args('{"a": ')
+    v, err = _args('{"a": ')
     assert v == {} and "not valid JSON" in err
 
 
 def test_backoff_follows_the_sdk_policy():
     for attempt, hi in ((0, 500), (1, 1000), (2, 2000), (5, 8000), (9, 8000)):
         for _ in range(20):
-            ms = common.backoff_ms(attempt)
+            ms = common._wait_ms(attempt)
             assert hi * 3 // 4 - 1 <= ms <= hi, (attempt, ms)
-    assert common.retry_after_ms({"retry-after": "2"}) == 2000
-    assert common.retry_after_ms({"retry-after-ms": "150", "retry-after": "9"}) == 150
-    assert common.retry_after_ms({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
-    assert common.retry_after_ms({}) is None
+    assert common._wait_ms(0, {"retry-after": "2"}) == 2000
+    assert common._wait_ms(0, {"retry-after-ms": "150", "retry-after": "9"}) == 150
+    assert 374 <= common._wait_ms(0, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) <= 500  # a date: backoff
+    assert 374 <= common._wait_ms(0, {}) <= 500
 
 
 class _R:

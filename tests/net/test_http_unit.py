@@ -17,7 +17,8 @@ class FakeConn:
     piece = 4096
     last = None
 
-    def __init__(self, host, port, timeout_ms):
+    def __init__(self, host, port, timeout_ms, ctx=None):
+        assert ctx is None, "no TLS in these tests"
         self.host, self.port = host, port
         self.sent = bytearray()
         self.data = FakeConn.script
@@ -26,24 +27,15 @@ class FakeConn:
         self.writes = 0
         FakeConn.last = self
 
-    def start_tls(self, host, ctx):
-        raise AssertionError("no TLS in these tests")
-
-    def set_timeout(self, ms):
-        pass
-
-    def readinto(self, mv):
+    def readinto(self, mv, timeout_ms):
         k = min(len(mv), FakeConn.piece, len(self.data) - self.pos)
         mv[:k] = self.data[self.pos:self.pos + k]
         self.pos += k
         return k
 
-    def write(self, data):
+    def write(self, data, timeout_ms):
         self.writes += 1
         self.sent.extend(bytes(data))
-
-    def wait(self, ms):
-        return True
 
     def close(self):
         self.closed = True

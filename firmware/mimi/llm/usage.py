@@ -20,14 +20,11 @@ def _load():
     if _days is None:
         _days = {}
         try:
-            data, _, _ = fs.read(config.USAGE_PATH, 4096)
-            d = json.loads(data)
-            if isinstance(d, dict):
-                for k in d:
-                    v = d[k]
-                    if isinstance(v, list) and len(v) == 3:
-                        _days[k] = [int(x) for x in v]
-        except (OSError, ValueError):
+            d = json.loads(fs.read(config.USAGE_PATH, 4096)[0])
+            for k in d:
+                if len(d[k]) == 3:
+                    _days[k] = [int(x) for x in d[k]]
+        except (OSError, ValueError, TypeError):  # missing or damaged: start afresh
             pass
     return _days
 
@@ -40,9 +37,8 @@ def add(tokens, calls=1):
     row = days.get(day)
     if row is None:
         row = days[day] = [0, 0, 0]
-        if len(days) > config.USAGE_DAYS:
-            for k in sorted(days)[:len(days) - config.USAGE_DAYS]:
-                del days[k]
+        for k in sorted(days)[:-config.USAGE_DAYS]:
+            del days[k]
     row[0] += int(tokens[0] or 0)
     row[1] += int(tokens[1] or 0)
     row[2] += calls
@@ -57,10 +53,9 @@ def save(force=True):
     if not _dirty:
         return
     now = seam.ticks_ms()
-    if not force and _saved_ms is not None and seam.ticks_diff(now, _saved_ms) < config.USAGE_SAVE_S * 1000:
-        return
-    if _saved_ms is None and not force:
-        _saved_ms = now  # first count since boot: start the clock, write later
+    if not force and (_saved_ms is None or seam.ticks_diff(now, _saved_ms) < config.USAGE_SAVE_S * 1000):
+        if _saved_ms is None:
+            _saved_ms = now  # first count since boot: start the clock, write later
         return
     try:
         fs.write(config.USAGE_PATH, json.dumps(_load()))
@@ -72,8 +67,7 @@ def save(force=True):
 
 def today():
     """``(input_tokens, output_tokens, calls)`` for today."""
-    row = _load().get(clock.date_str())
-    return tuple(row) if row else (0, 0, 0)
+    return tuple(_load().get(clock.date_str()) or (0, 0, 0))
 
 
 def days():
@@ -84,13 +78,11 @@ def days():
 
 def summary():
     """One line for ``/status``: ``tokens today: 1234 in, 56 out (3 calls)``."""
-    i, o, n = today()
-    return "tokens today: %d in, %d out (%d calls)" % (i, o, n)
+    return "tokens today: %d in, %d out (%d calls)" % today()
 
 
 def forget():
     """Drop what is in RAM (tests; the file stays)."""
     global _days, _saved_ms, _dirty
-    _days = None
-    _saved_ms = None
+    _days = _saved_ms = None
     _dirty = False

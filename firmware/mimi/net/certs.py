@@ -21,19 +21,16 @@ _LINE_MAX = const(256)  # PEM lines are 64 characters; longer ones are not PEM
 _CERT_B64_MAX = const(8192)  # base64 of one certificate (a 4096-bit root is about 1.9 KB)
 
 _ctxs = {}  # thread id -> context
+reset = _ctxs.clear  # forget the built contexts (after a certificate file was added or removed)
 
 
-def files(folder=None):
+def files(folder=config.CERTS_DIR):
     """Device paths of the PEM files to trust: ``ca.pem`` first, then the others sorted."""
-    folder = folder or config.CERTS_DIR
     try:
-        names = sorted(e[0] for e in fs.listdir(folder) if not e[1] and e[0].endswith(".pem"))
+        names = sorted((e[0] != "ca.pem", e[0]) for e in fs.listdir(folder) if not e[1] and e[0].endswith(".pem"))
     except OSError:
         return []
-    if "ca.pem" in names:
-        names.remove("ca.pem")
-        names.insert(0, "ca.pem")
-    return [folder + "/" + n for n in names]
+    return [folder + "/" + n[1] for n in names]
 
 
 def ders(paths):
@@ -50,7 +47,6 @@ def ders(paths):
             continue
         try:
             parts = None
-            size = 0
             while True:
                 line = f.readline(_LINE_MAX)
                 if not line:
@@ -58,24 +54,24 @@ def ders(paths):
                 line = line.strip()
                 if line.startswith(b"-----BEGIN CERTIFICATE"):
                     parts, size = [], 0
+                elif parts is None or not line:
+                    pass
                 elif line.startswith(b"-----END CERTIFICATE"):
-                    if parts:
-                        try:
-                            der = binascii.a2b_base64(b"".join(parts))
-                        except ValueError:
-                            der = None
-                        parts = None
-                        if der:
-                            yield der
-                        else:
-                            log.warn(TAG, "bad certificate in %s skipped", path)
-                elif parts is not None and line:
+                    try:
+                        der = binascii.a2b_base64(b"".join(parts))
+                    except ValueError:
+                        der = None
+                    parts = None
+                    if der:
+                        yield der
+                    else:
+                        log.warn(TAG, "bad certificate in %s skipped", path)
+                else:
                     size += len(line)
+                    parts.append(line)
                     if size > _CERT_B64_MAX:
                         log.warn(TAG, "oversized certificate in %s skipped", path)
                         parts = None
-                    else:
-                        parts.append(line)
         finally:
             f.close()
 
@@ -90,15 +86,8 @@ def context():
     ctx = _ctxs.get(tid)
     if ctx is None:
         ctx, n, bad = seam.tls_context(ders(files()))
-        if bad:
-            log.warn(TAG, "%d certificates in %s could not be parsed, skipped", bad, config.CERTS_DIR)
         if not n:
             raise seam.TLSError("no CA certificates in %s (copy spiffs_seed/certs there)" % config.CERTS_DIR)
-        log.info(TAG, "%d CA certificates loaded", n)
+        log.info(TAG, "%d CA certificates loaded, %d skipped", n, bad)
         _ctxs[tid] = ctx
     return ctx
-
-
-def reset():
-    """Forget the built contexts (after a certificate file was added or removed)."""
-    _ctxs.clear()
