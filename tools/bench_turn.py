@@ -94,10 +94,8 @@ from mimi import bus as busmod, seam  # noqa: E402
 from mimi.agent import loop  # noqa: E402
 from mimi.storage import sessions  # noqa: E402
 from mimi.tools import registry  # noqa: E402
-if os.getenv("MIMI_BENCH_PROTO") == "openai":
-    import mimi.llm.openai  # noqa: E402,F401
-else:
-    import mimi.llm.anthropic  # noqa: E402,F401
+import mimi.llm.common  # noqa: E402,F401
+import mimi.llm.wire  # noqa: E402,F401
 
 gc.collect()
 after_import = gc.mem_alloc()

@@ -389,20 +389,18 @@ def tls_context(ders):
     Source: https://docs.micropython.org/en/latest/library/ssl.html
     """
     if _RT == "cpython":
-        import ssl
-
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        load = lambda d: ctx.load_verify_locations(cadata=bytes(d))  # noqa: E731
+        import ssl as tls
     else:
         import tls
-
-        ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
-        ctx.verify_mode = tls.CERT_REQUIRED
-        load = ctx.load_verify_locations
+    ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)  # CPython: verifies and checks host names by default
+    ctx.verify_mode = tls.CERT_REQUIRED
     n = bad = 0
     for d in ders:
         try:
-            load(d)
+            if _RT == "cpython":
+                ctx.load_verify_locations(cadata=bytes(d))
+            else:
+                ctx.load_verify_locations(d)
             n += 1
         except (ValueError, OSError):  # CPython's ssl.SSLError is an OSError
             bad += 1

@@ -36,15 +36,6 @@ def denied_groups(msg):
     return () if "all" in allowed else tuple(g for g in config.AGENT_GROUP_DENIED if g not in allowed)
 
 
-def _tools(names):
-    """``read_file, list_dir``: the distinct tool names run so far (at most 6)."""
-    seen = []
-    for n in names:
-        if n not in seen:
-            seen.append(n)
-    return ", ".join(seen[:6]) or "no tools"
-
-
 class Agent:
     """Runs inbound messages through the LLM and tools; see the module doc.
 
@@ -85,7 +76,7 @@ class Agent:
         except MemoryError:
             seam.collect()
             log.error(TAG, "chat %s: out of memory", chat)
-            reply = "Sorry, I ran out of memory on that one. Try a shorter request, or /new to start afresh."
+            reply = "Sorry, I ran out of memory. Try a shorter request, or /new to start afresh."
         except Exception as e:  # noqa: BLE001 - a turn must never kill the agent thread
             log.exc(TAG, "chat %s: turn failed" % chat, e)
             reply = "Sorry, something went wrong on the device (%s). Try again." % type(e).__name__
@@ -122,7 +113,8 @@ class Agent:
         provider = self.provider()
         t0 = seam.ticks_ms()
         noted = False
-        ran = []
+        ran = []  # the distinct tools run, for the note and the round limit message
+        steps = 0
         cap = config.SESSION_TOOL_RESULT_MAX_BYTES
         for rnd in range(config.AGENT_MAX_ROUNDS):
             messages, fixes = sessions.repair(messages)
@@ -141,7 +133,9 @@ class Agent:
                 _add(key, messages, {"role": "assistant", "content": out, "tool_calls": calls})
                 for c in calls:
                     name = c.get("name", "")
-                    ran.append(c.get("name", "?"))
+                    steps += 1
+                    if name not in ran:
+                        ran.append(name)
                     if c.get("error"):
                         res = ("Error: %s. Call %s again with a valid JSON object as arguments." % (c["error"], name),
                                True)
@@ -156,7 +150,7 @@ class Agent:
                                   seam.ticks_diff(seam.ticks_ms(), t0) >= config.AGENT_NOTE_AFTER_MS):
                     noted = True
                     self.bus.send(channel, chat, "Still working on it (%d steps so far: %s)..." % (
-                        len(ran), _tools(ran)), "note")
+                        steps, ", ".join(ran[:6])), "note")
                 continue
             if stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
                 if out:
@@ -172,7 +166,7 @@ class Agent:
             sessions.append(key, {"role": "assistant", "content": out, "ts": seam.time_s()})
             return out
         out = ("I stopped after %d rounds of tool calls without finishing (%s). Say \"continue\" to let me go on, "
-               "or narrow the request." % (config.AGENT_MAX_ROUNDS, _tools(ran)))
+               "or narrow the request." % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6])))
         sessions.append(key, {"role": "assistant", "content": out, "ts": seam.time_s()})
         return out
 

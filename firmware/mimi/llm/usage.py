@@ -2,6 +2,7 @@
 
 Counted in RAM on every LLM reply and written to ``/data/state/usage.json`` at most every
 ``USAGE_SAVE_S`` (flash wear: not on every call) and when the app stops (``save()``).
+``today()`` and ``summary()`` read them.
 The local date names the day (``mimi.clock``). ``USAGE_DAYS`` days are kept.
 """
 import json
@@ -23,7 +24,7 @@ def _load():
             d = json.loads(fs.read(config.USAGE_PATH, 4096)[0])
             for k in d:
                 if len(d[k]) == 3:
-                    _days[k] = [int(x) for x in d[k]]
+                    _days[k] = list(map(int, d[k]))
         except (OSError, ValueError, TypeError):  # missing or damaged: start afresh
             pass
     return _days
@@ -68,12 +69,6 @@ def save(force=True):
 def today():
     """``(input_tokens, output_tokens, calls)`` for today."""
     return tuple(_load().get(clock.date_str()) or (0, 0, 0))
-
-
-def days():
-    """``[(date, input, output, calls)]``, newest first."""
-    d = _load()
-    return [(k, d[k][0], d[k][1], d[k][2]) for k in sorted(d, reverse=True)]
 
 
 def summary():

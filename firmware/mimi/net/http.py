@@ -56,7 +56,7 @@ def request(*args, **kw):
     """Send a request and read its response: ``start(...).finish()``, the same arguments.
 
     Returns the finished ``Pending`` (``status``, ``headers``, ``body``, ``truncated``,
-    ``json()``, ``text()``). Example::
+    ``json()``). Example::
 
         buf = bytearray(4096)
         r = http.request("POST", url, {"Content-Type": "application/json"}, b"{}", buf=buf)
@@ -75,30 +75,26 @@ class Pending:
     both times it is called. ``timeout_ms``: for each read and write (default
     ``HTTP_TIMEOUT_MS``); ``connect_timeout_ms`` for the TCP connect and the TLS
     handshake; ``deadline_ms``: the whole exchange, from now. ``buf``/``cap``/``want``:
-    see ``finish``. Raises as the module says; the socket is closed on failure.
+    see ``finish``. Raises as the module says; the socket is closed on failure. No
+    ``HEAD`` (its response would be read as having a body).
 
     After ``finish()`` it is the response: ``status`` (int), ``headers`` (dict, lower-case
     names, only the kept ones), ``body`` (memoryview into the buffer), ``truncated``
-    (True when the body did not fit; the rest was not read).
+    (True when the body did not fit; the rest was not read), ``json()``.
     """
 
     def __init__(self, method, url, headers=None, body=None, timeout_ms=None, buf=None, cap=None, want=(),
                  connect_timeout_ms=None, deadline_ms=None):
         tls, host, port, path = parse_url(url)
         self._tmo = timeout_ms or config.HTTP_TIMEOUT_MS
-        self._deadline = deadline_ms or config.HTTP_DEADLINE_MS
-        self._t0 = seam.ticks_ms()
-        self._head_only = method == "HEAD"
-        self._buf, self._cap, self._want = buf, cap, want
+        self._end = seam.ticks_add(seam.ticks_ms(), deadline_ms or config.HTTP_DEADLINE_MS)
+        self._opts = buf, cap, want
         self._rb = bytearray(config.HTTP_LINE_BYTES)  # request gathering, then status/header/chunk lines
         self._rs = self._re = self._sent = 0
-        self._counting = False
-        self._err = None
         ctx = None
         if tls:
             if not seam.clock_synced():
-                raise seam.TLSError("cannot check %s's certificate: the clock is not set yet (no NTP time); "
-                                    "HTTPS works once the time is synced" % host)
+                raise seam.TLSError("cannot check %s's certificate: the clock is not set (no NTP time yet)" % host)
             from mimi.net import certs
 
             ctx = certs.context()
@@ -108,19 +104,17 @@ class Pending:
                 host = "[%s]" % host
             if port != (443 if tls else 80):
                 host += ":%d" % port
-            head = ["%s %s HTTP/1.1" % (method, path), "Host: " + host, "Connection: close"]
-            agent = False
+            head = ["%s %s HTTP/1.1" % (method, path), "Host: " + host, "Connection: close", "User-Agent: mimi"]
             for k in headers or ():
+                if k.lower() == "user-agent":
+                    head.pop(3)
                 head.append("%s: %s" % (k, headers[k]))
-                agent = agent or k.lower() == "user-agent"
-            if not agent:
-                head.append("User-Agent: mimi")
             w = self._write
             count = None
             if callable(body):
-                self._counting = True
+                self._conn = None  # the counting pass: _write only counts
                 body(w)
-                count, self._sent, self._counting = self._sent, 0, False
+                self._conn, count, self._sent = conn, self._sent, 0
             elif body is not None:
                 body = seam.as_bytes(body)
                 count = len(body)
@@ -132,8 +126,8 @@ class Pending:
                 w(line)
                 w("\r\n")
             w("\r\n")
-            n = self._sent
             if callable(body):
+                n = self._sent
                 body(w)
                 if self._sent - n != count:
                     raise ValueError("body writer wrote %d bytes after counting %d" % (self._sent - n, count))
@@ -151,16 +145,17 @@ class Pending:
         b = seam.as_bytes(x)
         k = len(b)
         self._sent += k
-        if self._counting:
+        conn = self._conn
+        if conn is None:  # counting
             return
         rb, n = self._rb, self._re
         if n + k > len(rb):
             if n:
-                self._conn.write(memoryview(rb)[:n], self._tmo)
+                conn.write(memoryview(rb)[:n], self._tmo)
             n = 0
             if k >= len(rb):
                 self._re = 0
-                self._conn.write(b, self._tmo)
+                conn.write(b, self._tmo)
                 return
         rb[n:n + k] = b
         self._re = n + k
@@ -170,13 +165,12 @@ class Pending:
         ``finish()`` will not wait for the server to think. Waits at most ``timeout_ms``."""
         if self._conn is None:
             return False
-        if self._rs < self._re or self._err is not None:
+        if self._rs < self._re:
             return True
         try:
             n = self._conn.readinto(memoryview(self._rb), timeout_ms)
-        except OSError as e:
-            self._err = e
-            return True
+        except OSError:
+            return True  # finish() meets the error
         if n is None:
             return False
         self._rs, self._re = 0, n
@@ -184,7 +178,7 @@ class Pending:
 
     def expired(self):
         """True when the overall deadline has passed (the caller should ``close()``)."""
-        return seam.ticks_diff(seam.ticks_ms(), self._t0) >= self._deadline
+        return seam.ticks_diff(self._end, seam.ticks_ms()) <= 0
 
     def close(self):
         """Drop the request and close the socket (safe to call twice)."""
@@ -196,17 +190,6 @@ class Pending:
         """Parse the body as JSON (in place on MicroPython). ``ValueError`` if it is not."""
         return seam.loads_view(self.body)
 
-    def text(self):
-        """The body as str (bytes cut inside a UTF-8 character at the cap are dropped)."""
-        b = bytes(self.body)
-        try:
-            return b.decode()
-        except UnicodeError:
-            end = len(b)
-            while end > 0 and (b[end - 1] & 0xC0) == 0x80:
-                end -= 1
-            return b[:max(0, end - 1)].decode()
-
     def finish(self, buf=None, cap=None, want=None):
         """Read the response and close the socket; returns this object, now the response.
 
@@ -217,92 +200,72 @@ class Pending:
         the framing ones and ``retry-after``. Raises ``OSError`` on a timeout, a connection
         closed early, or a malformed response.
         """
-        buf = self._buf if buf is None else buf
-        cap = self._cap if cap is None else cap
-        want = self._want if want is None else want
+        b, c, wt = self._opts
+        buf = b if buf is None else buf
+        cap = c if cap is None else cap
+        want = wt if want is None else want
         try:
-            while True:  # 1xx interim responses (100 Continue, 103 Early Hints): the real one follows
-                line = self._line()
-                if not line or not line.startswith(b"HTTP/"):
-                    raise OSError("malformed response: no status line")
-                try:
+            try:
+                while True:  # 1xx interim responses (100 Continue, 103 Early Hints): the real one follows
+                    line = self._line()
+                    if not line.startswith(b"HTTP/"):
+                        raise ValueError
                     status = int(line.split(None, 2)[1])
-                except (IndexError, ValueError):
-                    raise OSError("malformed response: bad status line")
-                h = {}
-                for _ in range(_HEADERS_MAX):
-                    line = self._line()
-                    if line is None:
-                        continue  # an oversized header we do not keep
-                    if not line:
-                        break
-                    i = line.find(b":")
-                    if i > 0:
+                    h = {}
+                    for _ in range(_HEADERS_MAX):
+                        line = self._line()
+                        if line is None:
+                            continue  # an oversized header we do not keep
+                        if not line:
+                            break
+                        i = line.find(b":")
                         name = line[:i].strip().lower().decode()
-                        if name in _KEEP or name in want:
+                        if i > 0 and (name in _KEEP or name in want):
                             h[name] = line[i + 1:].strip().decode()
-                else:
-                    raise OSError("malformed response: over %d header lines" % _HEADERS_MAX)
-                if status >= 200 or status == 101:
-                    break
-            chunked = "chunked" in h.get("transfer-encoding", "").lower()
-            cl = h.get("content-length")
-            if cl is not None:
-                try:
+                    else:
+                        raise ValueError  # too many header lines
+                    if status >= 200 or status == 101:
+                        break
+                chunked = "chunked" in h.get("transfer-encoding", "").lower()
+                cl = h.get("content-length")
+                if cl is not None:
                     cl = int(cl)
-                except ValueError:
-                    raise OSError("malformed response: bad Content-Length")
-            if buf is None:
-                cap = cap or config.HTTP_BODY_MAX_BYTES
-                buf = bytearray(cl if cl is not None and cl < cap and not chunked else cap)
-            cap = len(buf) if cap is None else min(cap, len(buf))
-            mv = memoryview(buf)
-            n, cut = 0, False
-            if self._head_only or status in (204, 304) or status < 200:
-                pass
-            elif chunked:
-                while True:
-                    line = self._line()
-                    try:
-                        size = int(line.split(b";", 1)[0].strip(), 16)
-                    except (AttributeError, ValueError):  # None: an oversized chunk header
-                        raise OSError("malformed response: bad chunk size")
-                    if not size:
-                        while self._line():  # trailer fields, then the empty line
-                            pass
-                        break
-                    take = min(size, cap - n)
-                    self._read(mv[n:n + take], True)
-                    n += take
-                    if take < size:
-                        cut = True
-                        break
-                    self._line()  # the CRLF after the chunk data
-            elif cl is not None:
-                n = min(cl, cap)
-                self._read(mv[:n], True)
-                cut = cl > cap
-            else:
-                n = self._read(mv[:cap], False)
-                cut = n == cap and self._read(memoryview(bytearray(1)), False) > 0
+                if buf is None:
+                    cap = cap or config.HTTP_BODY_MAX_BYTES
+                    buf = bytearray(cl if cl is not None and cl < cap and not chunked else cap)
+                cap = len(buf) if cap is None else min(cap, len(buf))
+                mv = memoryview(buf)
+                n, cut = 0, False
+                if status in (204, 304) or status < 200:
+                    pass
+                elif chunked:
+                    while True:
+                        size = int(self._line().split(b";", 1)[0].strip(), 16)  # None: an oversized line
+                        if not size:
+                            while self._line():  # trailer fields, then the empty line
+                                pass
+                            break
+                        take = min(size, cap - n)
+                        self._read(mv[n:n + take], True)
+                        n += take
+                        if take < size:
+                            cut = True
+                            break
+                        self._line()  # the CRLF after the chunk data
+                elif cl is not None:
+                    n = min(cl, cap)
+                    self._read(mv[:n], True)
+                    cut = cl > cap
+                else:
+                    n = self._read(mv[:cap], False)
+                    cut = n == cap and self._read(memoryview(bytearray(1)), False) > 0
+            except (AttributeError, IndexError, ValueError):
+                raise OSError("malformed response")
             self.status, self.headers, self.body, self.truncated = status, h, mv[:n], cut
             return self
         finally:
             self.close()
             self._rb = None
-
-    def _recv(self, mv):
-        """Read from the socket into ``mv``: the count, 0 at the end of the stream."""
-        e = self._err
-        if e is not None:
-            self._err = None
-            raise e
-        left = self._deadline - seam.ticks_diff(seam.ticks_ms(), self._t0)
-        n = self._conn.readinto(mv, min(self._tmo, left)) if left > 0 else None
-        if n is None:
-            raise OSError(110, "timed out" if left > 0 else
-                          "timed out: no complete response within %d s" % (self._deadline // 1000))
-        return n
 
     def _line(self):
         """The next line without its CRLF, as bytes; None when it was longer than the
@@ -318,16 +281,14 @@ class Pending:
             k = self._re - self._rs
             if k == len(rb):  # no line break in a full buffer: skip this line
                 skip, k = True, 0
-            rb[:k] = rb[self._rs:self._re]  # the partial line to the front
-            self._rs, self._re = 0, k
-            n = self._recv(memoryview(rb)[k:])
-            if not n:
-                raise OSError("connection closed in the response head")
-            self._re += n
+            else:
+                rb[:k] = rb[self._rs:self._re]  # the partial line to the front
+            self._rs = self._re = 0
+            self._re = k + self._read(memoryview(rb)[k:], True, True)
 
-    def _read(self, mv, exact):
-        """Read body bytes into ``mv``, those already buffered first; the count. ``exact``:
-        all of ``mv`` or ``OSError``; else up to the end of the stream."""
+    def _read(self, mv, exact, once=False):
+        """Read into ``mv`` what is buffered, then from the socket; the count. ``exact``: all
+        of ``mv`` (else up to the end of the stream), or ``OSError``; ``once``: one read."""
         got = 0
         while got < len(mv):
             k = self._re - self._rs
@@ -336,12 +297,17 @@ class Pending:
                 mv[got:got + k] = memoryview(self._rb)[self._rs:self._rs + k]
                 self._rs += k
             else:
-                k = self._recv(mv[got:])
+                left = seam.ticks_diff(self._end, seam.ticks_ms())  # the deadline
+                k = self._conn.readinto(mv[got:], min(self._tmo, left)) if left > 0 else None
+                if k is None:
+                    raise OSError(110, "timed out")
                 if not k:
                     if exact:
-                        raise OSError("connection closed in the response body")
+                        raise OSError("connection closed early")
                     break
             got += k
+            if once:
+                break
         return got
 
 

@@ -55,14 +55,10 @@ def web_search(args, ctx):
             raise ValueError("search_provider must be brave or tavily, not %s" % provider)
     except OSError as e:
         raise ValueError("could not reach the %s search service (%s)" % (provider, str(e)[:60] or "network error"))
-    if r.status in (401, 403):
-        raise ValueError("the %s search key was rejected (%d)" % (provider, r.status))
-    if r.status == 429:
-        raise ValueError("the %s search rate limit was reached (429); try later" % provider)
-    if r.status != 200:
-        raise ValueError("the %s search failed (%d)" % (provider, r.status))
-    if r.truncated:
-        raise ValueError("the search reply was too large; ask for fewer results")
+    if r.status != 200 or r.truncated:
+        raise ValueError("the %s search %s (%d)" % (provider, "key was rejected" if r.status in (401, 403) else
+                                                    "rate limit was reached; try later" if r.status == 429 else
+                                                    "reply was too large" if r.truncated else "failed", r.status))
     try:
         d = r.json()
     except ValueError:
