@@ -30,10 +30,13 @@ TAG = "agent"
 
 def denied_groups(msg):
     """Tool groups this message's chat may not use (group chats: see the module doc)."""
-    if not msg.get("is_group"):
-        return ()
-    allowed = config.get("group_tools").replace(",", " ").split()
-    return () if "all" in allowed else tuple(g for g in config.AGENT_GROUP_DENIED if g not in allowed)
+    out = []
+    if msg.get("is_group"):
+        allowed = config.get("group_tools").replace(",", " ").split()
+        for g in config.AGENT_GROUP_DENIED:
+            if g not in allowed and "all" not in allowed:
+                out.append(g)
+    return out
 
 
 class Agent:
@@ -108,7 +111,6 @@ class Agent:
             lambda room: retrieval.for_message(text, min(room, config.AGENT_HW_NOTES_BYTES))))
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
-        names = [t.name for t in offered]
         tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus}
         provider = self.provider()
         t0 = seam.ticks_ms()
@@ -136,11 +138,14 @@ class Agent:
                     steps += 1
                     if name not in ran:
                         ran.append(name)
-                    if c.get("error"):
-                        res = ("Error: %s. Call %s again with a valid JSON object as arguments." % (c["error"], name),
-                               True)
-                    elif name not in names:
-                        res = ("Error: tool '%s' is not available in this chat." % name, True)
+                    err = c.get("error")  # arguments that were not a JSON object
+                    for t in offered:
+                        if t.name == name:
+                            break
+                    else:
+                        err = "tool '%s' is not available in this chat" % name
+                    if err:
+                        res = ("Error: %s. Try again with an offered tool and a JSON object as arguments." % err, True)
                     else:
                         log.info(TAG, "tool %s", name)
                         res = registry.execute(name, c.get("input") or {}, tctx)
@@ -151,23 +156,22 @@ class Agent:
                     noted = True
                     self.bus.send(channel, chat, "Still working on it (%d steps so far: %s)..." % (
                         steps, ", ".join(ran[:6])), "note")
-                continue
-            if stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
+            elif stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
                 if out:
                     _add(key, messages, {"role": "assistant", "content": out})
-                continue
-            messages = None  # not needed any more: room for the copies a long reply costs when saved
-            note = ("[My reply was cut off: it reached the length limit. Ask me to continue, or for a shorter "
-                    "answer.]" if stop == "max_tokens" else
-                    "[The model declined to answer this.]" if stop == "refusal" else None)
-            if note:
-                out = "%s\n\n%s" % (out, note) if out else note
-            out = out or "(no reply)"
-            sessions.append(key, {"role": "assistant", "content": out, "ts": seam.time_s()})
-            return out
-        out = ("I stopped after %d rounds of tool calls without finishing (%s). Say \"continue\" to let me go on, "
-               "or narrow the request." % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6])))
-        sessions.append(key, {"role": "assistant", "content": out, "ts": seam.time_s()})
+            else:
+                note = ("[My reply was cut off: it reached the length limit. Ask me to continue, or for a shorter "
+                        "answer.]" if stop == "max_tokens" else
+                        "[The model declined to answer this.]" if stop == "refusal" else None)
+                if note:
+                    out = "%s\n\n%s" % (out, note) if out else note
+                out = out or "(no reply)"
+                break
+        else:
+            out = ("I stopped after %d rounds of tool calls without finishing (%s). Say \"continue\" to let me go "
+                   "on, or narrow the request." % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6])))
+        messages = None  # not needed any more: room for the copies a long reply costs when saved
+        sessions.append(key, {"role": "assistant", "content": out})
         return out
 
 

@@ -38,10 +38,9 @@ class LLMError(Exception):
 # the first four need an API key (local servers do not).
 PRESETS = ("anthropic", "openai", "openrouter", "deepseek", "ollama", "lmstudio", "custom")
 # base URL and starting model of each, in that order
-_PRESET = const(("https://api.anthropic.com claude-sonnet-4-5", "https://api.openai.com/v1 gpt-4.1-mini",
-                 "https://openrouter.ai/api/v1 anthropic/claude-sonnet-4.5",
-                 "https://api.deepseek.com deepseek-v4-flash", "http://localhost:11434/v1 qwen3:8b",
-                 "http://localhost:1234/v1 local-model", " "))
+_PRESET = const("https://api.anthropic.com claude-sonnet-4-5|https://api.openai.com/v1 gpt-4.1-mini"
+                "|https://openrouter.ai/api/v1 anthropic/claude-sonnet-4.5|https://api.deepseek.com deepseek-v4-flash"
+                "|http://localhost:11434/v1 qwen3:8b|http://localhost:1234/v1 local-model| ")
 
 _current = None
 _buf = None
@@ -71,7 +70,7 @@ def current():
             log.warn(TAG, "unknown provider %s in settings; using anthropic", name)
             name = "anthropic"
         i = PRESETS.index(name)
-        base, model = _PRESET[i].split(" ")
+        base, model = _PRESET.split("|")[i].split(" ")
         from mimi.llm import common
 
         _current = common.Provider("openai" if i else "anthropic", name, config.get("base_url") or base,

@@ -26,11 +26,17 @@ reset = _ctxs.clear  # forget the built contexts (after a certificate file was a
 
 def files(folder=config.CERTS_DIR):
     """Device paths of the PEM files to trust: ``ca.pem`` first, then the others sorted."""
+    out = []
     try:
-        names = sorted((e[0] != "ca.pem", e[0]) for e in fs.listdir(folder) if not e[1] and e[0].endswith(".pem"))
+        for name, is_dir, _ in fs.listdir(folder):
+            if not is_dir and name.endswith(".pem"):
+                out.append((name != "ca.pem", folder + "/" + name))
     except OSError:
-        return []
-    return [folder + "/" + n[1] for n in names]
+        pass
+    out.sort()
+    for i in range(len(out)):
+        out[i] = out[i][1]
+    return out
 
 
 def ders(paths):

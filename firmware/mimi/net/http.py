@@ -141,24 +141,23 @@ class Pending:
             raise
 
     def _write(self, x):
-        """Gather request bytes into the line buffer: one socket write per ~buffer, not per piece."""
-        b = seam.as_bytes(x)
+        """Gather request bytes into the line buffer and send it whenever it is full: a few
+        full-sized writes, not one per piece (small ones stall behind delayed ACKs)."""
+        b = memoryview(seam.as_bytes(x))
         k = len(b)
         self._sent += k
-        conn = self._conn
-        if conn is None:  # counting
+        if self._conn is None:  # counting
             return
-        rb, n = self._rb, self._re
-        if n + k > len(rb):
-            if n:
-                conn.write(memoryview(rb)[:n], self._tmo)
-            n = 0
-            if k >= len(rb):
+        rb = self._rb
+        i = 0
+        while i < k:
+            n = min(k - i, len(rb) - self._re)
+            rb[self._re:self._re + n] = b[i:i + n]
+            self._re += n
+            i += n
+            if self._re == len(rb):
+                self._conn.write(rb, self._tmo)
                 self._re = 0
-                conn.write(b, self._tmo)
-                return
-        rb[n:n + k] = b
-        self._re = n + k
 
     def ready(self, timeout_ms=0):
         """True once the response has begun (or the connection ended or failed), so

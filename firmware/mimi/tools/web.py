@@ -23,7 +23,10 @@ _SAFE = const(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.
 
 def quote(text):
     """Percent-encode ``text`` (UTF-8) for a URL query value (no ``urllib`` on MicroPython)."""
-    return "".join(chr(c) if c in _SAFE else "%%%02X" % c for c in text.encode())
+    out = []
+    for c in text.encode():
+        out.append(chr(c) if c in _SAFE else "%%%02X" % c)
+    return "".join(out)
 
 
 def _clip(s, n):
