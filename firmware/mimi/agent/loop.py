@@ -171,6 +171,8 @@ class Agent:
             out = ("I stopped after %d rounds of tool calls without finishing (%s). Say \"continue\" to let me go "
                    "on, or narrow the request." % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6])))
         messages = None  # not needed any more: room for the copies a long reply costs when saved
+        if len(out) > 8192:
+            seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first
         sessions.append(key, {"role": "assistant", "content": out})
         return out
 

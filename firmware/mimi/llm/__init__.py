@@ -16,7 +16,7 @@ on a computer, not on the board: set ``base_url`` to ``http://<computer's IP>:11
 """
 from micropython import const
 
-from mimi import config, log
+from mimi import config, log, seam
 
 TAG = "llm"
 
@@ -76,6 +76,7 @@ def current():
         _current = common.Provider("openai" if i else "anthropic", name, config.get("base_url") or base,
                                    config.get("key_" + name) or config.get("api_key"),
                                    config.get("model") or model, i < 4)
+        seam.collect()  # the first call compiles the HTTP client: free the compiler's garbage at once
     return _current
 
 

@@ -17,7 +17,7 @@ import os
 from micropython import const
 
 from mimi import config, log, seam
-from mimi.llm import LLMError, init  # noqa: F401 - LLMError is also used as common.LLMError
+from mimi.llm import LLMError, init, wire  # noqa: F401 - LLMError is also used as common.LLMError
 from mimi.net import http
 
 TAG = "llm"
@@ -55,8 +55,6 @@ class Provider:
         internal form; ``tools``: ``registry.Tool`` list. Raises ``LLMError``. The reply is
         parsed from the shared buffer, which the next call reuses.
         """
-        from mimi.llm import wire
-
         name = self.name
         if self._key is None:
             raise LLMError("no API key is set for %s" % name)

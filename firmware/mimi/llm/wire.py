@@ -35,6 +35,10 @@ from mimi import seam
 from mimi.llm import LLMError
 
 _SLICE = const(1024)  # bytes of the system prompt escaped per json.dumps call
+# stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
+_STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens length=max_tokens refusal=refusal"
+              " content_filter=refusal pause_turn=pause_turn tool_use=tool_use tool_calls=tool_use"
+              " function_call=tool_use ")
 
 
 def body(w, p, system, messages, tools, max_tokens):
@@ -164,11 +168,9 @@ def parse(d, protocol, name, esc=True):
         if text or calls:
             break
     texts = d = t = None
-    return {"text": text, "tool_calls": calls,
-            "stop": "max_tokens" if s in ("max_tokens", "model_context_window_exceeded", "length") else
-            "refusal" if s in ("refusal", "content_filter") else "pause_turn" if s == "pause_turn" else
-            "tool_use" if calls or s in ("tool_use", "tool_calls", "function_call") else "end",
-            "usage": usage}
+    i = _STOP.find(" %s=" % s)
+    return {"text": text, "tool_calls": calls, "usage": usage,
+            "stop": _STOP[_STOP.find("=", i) + 1:_STOP.find(" ", i + 1)] if i >= 0 else "tool_use" if calls else "end"}
 
 
 def json_text(write, data):
