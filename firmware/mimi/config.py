@@ -100,8 +100,7 @@ HTTP_CONNECT_TIMEOUT_MS = const(10000)  # TCP connect and TLS handshake
 HTTP_TIMEOUT_MS = const(30000)  # each read or write; callers raise it for slow replies
 HTTP_DEADLINE_MS = const(300000)  # a whole exchange, so a dripping server cannot hold a thread
 HTTP_BODY_MAX_BYTES = const(4096)  # body cap when the caller passes no buffer
-HTTP_LINE_BYTES = const(1024)  # status line, one header line, one chunk-size line
-HTTP_WRITE_BUF_BYTES = const(1024)  # request bytes gathered before one socket write
+HTTP_LINE_BYTES = const(1024)  # request bytes gathered per socket write; then the status line, a header line...
 
 # -- settings ---------------------------------------------------------------------------
 # name -> (store key, default, secret). Store keys are at most 15 characters (NVS).

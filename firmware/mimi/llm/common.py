@@ -143,11 +143,10 @@ def _status_error(r, name):
 
 def _utf16_escapes(buf, n):
     """True when the raw reply holds a ``\\uD800``-``\\uDBFF`` escape (a surrogate pair,
-    which MicroPython's ``json.loads`` splits); only then is ``repair_utf16`` needed."""
-    for pat in (b"\\ud", b"\\uD"):
-        i = buf.find(pat, 0, n)
-        while 0 <= i < n - 3:
-            if buf[i + 3] in b"89abAB":
-                return True
-            i = buf.find(pat, i + 3, n)
+    which MicroPython's ``json.loads`` splits); only then is ``wire.repair_utf16`` needed."""
+    i = buf.find(b"\\u", 0, n)
+    while 0 <= i < n - 3:
+        if buf[i + 2] in b"dD" and buf[i + 3] in b"89abAB":
+            return True
+        i = buf.find(b"\\u", i + 2, n)
     return False

@@ -34,7 +34,7 @@ from micropython import const
 from mimi import seam
 from mimi.llm import LLMError
 
-_SLICE = const(1024)  # bytes of the system prompt escaped per json.dumps call
+_SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
 # stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
 _STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens length=max_tokens refusal=refusal"
               " content_filter=refusal pause_turn=pause_turn tool_use=tool_use tool_calls=tool_use"
