@@ -468,7 +468,7 @@ class Conn:
                 if isinstance(e, ValueError) or "SSL" in type(e).__name__:  # a certificate problem
                     why = getattr(e, "verify_message", None) or str(a[-1] if len(a) > 1 else e).strip()
                 elif a and isinstance(a[0], int) and a[0] < 0:  # MicroPython: an mbedTLS error code
-                    why = "handshake failed (mbedTLS error %d)" % a[0]
+                    why = "mbedTLS error %d" % a[0]
                 else:
                     raise
                 raise TLSError("%s's certificate was refused: %s" % (host, why or type(e).__name__))

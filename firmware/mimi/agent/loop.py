@@ -19,6 +19,8 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
 - ``handle`` never raises: a failure becomes one short message to the user, and the log
   gets one line with the tag (nanobot: "a failing turn becomes a short message").
 """
+from micropython import const
+
 from mimi import config, log, seam
 from mimi.storage import fs, sessions
 from mimi.tools import registry
@@ -26,6 +28,13 @@ import mimi.llm as llm
 from mimi.llm import usage
 
 TAG = "agent"
+# what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
+_MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try something shorter, or /new."
+             "|bug Sorry, something went wrong (%s).|text I can only read text messages."
+             "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
+             "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
+             "|refusal [The model declined.]|rounds I stopped after %d rounds of tools (%s). Say \"continue\" to go on."
+             "|")
 
 
 def denied_groups(msg):
@@ -55,7 +64,7 @@ class Agent:
 
     def run(self, stop):
         """Take messages from ``bus.inbound`` until ``stop()`` is true (the agent thread)."""
-        log.info(TAG, "agent loop started")
+        log.info(TAG, "started")
         while not stop():
             msg = self.bus.inbound.get(config.AGENT_POLL_MS)
             if msg is not None:
@@ -63,7 +72,7 @@ class Agent:
                 msg = None
                 seam.collect()  # between turns: the heap is whole again for the next one
         usage.save()
-        log.info(TAG, "agent loop stopped")
+        log.info(TAG, "stopped")
 
     def handle(self, msg):
         """Run one inbound message to the end; never raises. Returns the reply text sent."""
@@ -74,15 +83,15 @@ class Agent:
         try:
             reply = self._turn(msg, channel, chat)
         except llm.LLMError as e:
-            log.warn(TAG, "chat %s: %s", chat, e.user_message)
-            reply = "Sorry, I could not answer: %s." % e.user_message
+            log.warn(TAG, "%s: %s", chat, e.user_message)
+            reply = llm.pick(_MSG, "llm") % e.user_message
         except MemoryError:
             seam.collect()
-            log.error(TAG, "chat %s: out of memory", chat)
-            reply = "Sorry, I ran out of memory. Try a shorter request, or /new to start afresh."
+            log.error(TAG, "%s: no mem", chat)
+            reply = llm.pick(_MSG, "mem")
         except Exception as e:  # noqa: BLE001 - a turn must never kill the agent thread
-            log.exc(TAG, "chat %s: turn failed" % chat, e)
-            reply = "Sorry, something went wrong on the device (%s). Try again." % type(e).__name__
+            log.exc(TAG, chat, e)
+            reply = llm.pick(_MSG, "bug") % type(e).__name__
         if reply:
             self.bus.send(channel, chat, reply, "text")
         self.bus.send(channel, chat, "", "idle")
@@ -94,7 +103,7 @@ class Agent:
         text = msg.get("text") or ""
         key = msg.get("session") or sessions.key_for(channel, chat)
         if not text.strip():
-            return "I can only read text messages."
+            return llm.pick(_MSG, "text")
         try:  # the hardware parts (mimi.hw), when installed
             from mimi.hw import fastpath, retrieval
         except ImportError:
@@ -121,7 +130,7 @@ class Agent:
         for rnd in range(config.AGENT_MAX_ROUNDS):
             messages, fixes = sessions.repair(messages)
             if fixes:
-                log.warn(TAG, "history for %s needed %d repair(s)", key, fixes)
+                log.warn(TAG, "%s: fix %d", key, fixes)
             reply = provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
             usage.add(reply["usage"])
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
@@ -130,7 +139,7 @@ class Agent:
                 for m in messages:  # the model has seen these results in full: cut them as on flash
                     b = seam.as_bytes(m.get("content") or "") if m.get("role") == "tool" else ""
                     if len(b) > cap:
-                        mark = "\n[result cut to %d bytes in history]" % cap
+                        mark = "\n[result cut to %d bytes]" % cap
                         m["content"] = str(b[:fs.utf8_end(b, cap - len(mark))], "utf-8") + mark
                 _add(key, messages, {"role": "assistant", "content": out, "tool_calls": calls})
                 for c in calls:
@@ -143,9 +152,9 @@ class Agent:
                         if t.name == name:
                             break
                     else:
-                        err = "tool '%s' is not available in this chat" % name
+                        err = llm.pick(_MSG, "offer") % name
                     if err:
-                        res = ("Error: %s. Try again with an offered tool and a JSON object as arguments." % err, True)
+                        res = (llm.pick(_MSG, "retry") % err, True)
                     else:
                         log.info(TAG, "tool %s", name)
                         res = registry.execute(name, c.get("input") or {}, tctx)
@@ -154,22 +163,18 @@ class Agent:
                 if not noted and (rnd + 1 >= config.AGENT_NOTE_AFTER_ROUNDS or
                                   seam.ticks_diff(seam.ticks_ms(), t0) >= config.AGENT_NOTE_AFTER_MS):
                     noted = True
-                    self.bus.send(channel, chat, "Still working on it (%d steps so far: %s)..." % (
-                        steps, ", ".join(ran[:6])), "note")
+                    self.bus.send(channel, chat, llm.pick(_MSG, "note") % (steps, ", ".join(ran[:6])), "note")
             elif stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
                 if out:
                     _add(key, messages, {"role": "assistant", "content": out})
             else:
-                note = ("[My reply was cut off: it reached the length limit. Ask me to continue, or for a shorter "
-                        "answer.]" if stop == "max_tokens" else
-                        "[The model declined to answer this.]" if stop == "refusal" else None)
+                note = llm.pick(_MSG, stop)  # max_tokens, refusal: the user is told; else None
                 if note:
                     out = "%s\n\n%s" % (out, note) if out else note
                 out = out or "(no reply)"
                 break
         else:
-            out = ("I stopped after %d rounds of tool calls without finishing (%s). Say \"continue\" to let me go "
-                   "on, or narrow the request." % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6])))
+            out = llm.pick(_MSG, "rounds") % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6]))
         messages = None  # not needed any more: room for the copies a long reply costs when saved
         if len(out) > 8192:
             seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first

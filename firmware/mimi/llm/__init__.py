@@ -42,8 +42,19 @@ _PRESET = const("https://api.anthropic.com claude-sonnet-4-5|https://api.openai.
                 "|https://openrouter.ai/api/v1 anthropic/claude-sonnet-4.5|https://api.deepseek.com deepseek-v4-flash"
                 "|http://localhost:11434/v1 qwen3:8b|http://localhost:1234/v1 local-model| ")
 
+_UNKNOWN = const("unknown provider '%s' (one of: %s)")
 _current = None
 _buf = None
+
+
+def pick(table, key):
+    """The text after ``key`` in a table ``"|key text|key text|"``, or None.
+
+    Messages live in one such string per module: each distinct string literal longer than
+    10 characters is its own heap object on MicroPython (about 70 B each on the unix port),
+    one table is one."""
+    i = table.find("|%s " % key)
+    return table[i + len("%s" % key) + 2:table.find("|", i + 1)] if i >= 0 else None
 
 
 def init(size=None):
@@ -67,7 +78,7 @@ def current():
     if _current is None:
         name = config.get("provider")
         if name not in PRESETS:
-            log.warn(TAG, "unknown provider %s in settings; using anthropic", name)
+            log.warn(TAG, "%s unknown", name)
             name = "anthropic"
         i = PRESETS.index(name)
         base, model = _PRESET.split("|")[i].split(" ")
@@ -100,7 +111,7 @@ def switch(provider=None, model=None, base_url=None):
     if provider is not None:
         provider = provider.strip().lower()
         if provider not in PRESETS:
-            raise ValueError("unknown provider '%s' (one of: %s)" % (provider, ", ".join(sorted(PRESETS))))
+            raise ValueError(_UNKNOWN % (provider, ", ".join(PRESETS)))
         if provider != name:
             model = model or ""
             base_url = base_url or ""
@@ -108,13 +119,13 @@ def switch(provider=None, model=None, base_url=None):
     if model is not None:
         model = model.strip()
         if len(model) > 100 or " " in model or "\n" in model:
-            raise ValueError("that does not look like a model name")
+            raise ValueError("that is not a model name")
     if base_url is not None:
         base_url = base_url.strip().rstrip("/")
         if base_url:
             http.parse_url(base_url)  # ValueError names the problem
     if name == "custom" and not (config.get("base_url") if base_url is None else base_url):
-        raise ValueError("the custom provider needs a base URL (e.g. http://192.168.1.10:8080/v1)")
+        raise ValueError("the custom provider needs a base URL")
     for k, v in (("provider", provider), ("model", model), ("base_url", base_url)):
         if v is not None:
             config.set(k, v)
@@ -128,7 +139,7 @@ def set_key(key, provider=None):
     """Store the API key for ``provider`` (default: the current one). Never logged."""
     name = provider or config.get("provider")
     if name not in PRESETS:
-        raise ValueError("unknown provider '%s'" % name)
+        raise ValueError(_UNKNOWN % (name, ", ".join(PRESETS)))
     config.set("key_" + name, key.strip())
     reset()
 
@@ -136,4 +147,4 @@ def set_key(key, provider=None):
 def describe(p=None):
     """One line for /status: ``anthropic, claude-sonnet-4-5 at https://api.anthropic.com``."""
     p = p or current()
-    return "%s, %s at %s" % (p.name, p.model or "(no model set)", p.base_url or "(no base URL)")
+    return "%s, %s at %s" % (p.name, p.model or "(none)", p.base_url or "(none)")

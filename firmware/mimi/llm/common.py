@@ -17,14 +17,18 @@ import os
 from micropython import const
 
 from mimi import config, log, seam
-from mimi.llm import LLMError, init, wire  # noqa: F401 - LLMError is also used as common.LLMError
+from mimi.llm import LLMError, init, pick, wire  # noqa: F401 - LLMError is also used as common.LLMError
 from mimi.net import http
 
 TAG = "llm"
 _ERR_MSG_MAX = const(160)  # characters of the API's own error message shown to the user
 _COLLECT_OVER = const(8192)  # reply bytes above which the heap is collected before parsing
-_WHY = const("|400 the request was refused|401 the API key was rejected|403 the API key is not allowed to do this"
-             "|404 not found|413 the request was too large|429 rate limited by %s|529 %s is overloaded|")
+_MSG = const("|400 the request was refused|401 the API key was rejected|403 the API key lacks permission"
+             "|404 not found|413 the request was too large|429 rate limited by %s|529 %s is overloaded"
+             "|5xx %s had a server error|other unexpected answer from %s|quota the %s account has no credit left"
+             "|json %s sent invalid JSON|nokey no API key is set for %s|tls no secure connection: %s"
+             "|reach could not reach %s (%s)|wait %s; try again later (in %d s)"
+             "|big the reply was larger than the %d KB I can hold|")
 _sleep_ms = seam.sleep_ms  # tests patch this
 
 
@@ -57,7 +61,7 @@ class Provider:
         """
         name = self.name
         if self._key is None:
-            raise LLMError("no API key is set for %s" % name)
+            raise LLMError(pick(_MSG, "nokey") % name)
         buf = init()
         for attempt in range(config.LLM_MAX_ATTEMPTS):
             h = None
@@ -67,15 +71,14 @@ class Provider:
                     deadline_ms=config.LLM_DEADLINE_MS)
             except OSError as e:
                 s = str(e)
-                err = LLMError("could not reach %s (%s)" % (http.parse_url(self.url)[1], "timed out" if (
-                    e.args and e.args[0] == 110) or "timed out" in s else s[:80] or "network error"), None, True)
+                err = LLMError(pick(_MSG, "reach") % (http.parse_url(self.url)[1], "timed out" if (
+                    e.args and e.args[0] == 110) or "timed out" in s else s[:80] or type(e).__name__), None, True)
                 if isinstance(e, seam.TLSError):
-                    raise LLMError("could not open a secure connection: %s" % s)
+                    raise LLMError(pick(_MSG, "tls") % s)
             else:
                 if r.status == 200:
                     if r.truncated:
-                        raise LLMError("the reply was larger than the %d KB the device can hold; ask for a shorter "
-                                       "answer" % (len(buf) // 1024), 200)
+                        raise LLMError(pick(_MSG, "big") % (len(buf) // 1024), 200)
                     n = len(r.body)
                     r = None
                     if n > _COLLECT_OVER:  # free garbage first: parsing needs a run as long as the text
@@ -86,7 +89,7 @@ class Provider:
                         d = None
                     if d is not None:
                         return wire.parse(d, self.protocol, name, _utf16_escapes(buf, n))
-                    err = LLMError("%s sent a reply that is not valid JSON" % name, 200, True)
+                    err = LLMError(pick(_MSG, "json") % name, 200, True)
                 else:
                     err = _status_error(r, name)
                     if not err.retryable:
@@ -94,9 +97,9 @@ class Provider:
                     h = r.headers
             wait = _wait_ms(attempt, h)
             if wait > config.LLM_RETRY_AFTER_MAX_S * 1000:
-                raise LLMError("%s; it asks to wait %d s, try again later" % (err.user_message, wait // 1000),
+                raise LLMError(pick(_MSG, "wait") % (err.user_message, wait // 1000),
                                err.status, True)
-            log.warn(TAG, "%s attempt %d: %s", name, attempt + 1, err.user_message)
+            log.warn(TAG, "%s #%d: %s", name, attempt + 1, err.user_message)
             if attempt + 1 < config.LLM_MAX_ATTEMPTS:
                 _sleep_ms(wait)
         raise err
@@ -129,12 +132,11 @@ def _status_error(r, name):
         pass
     quota = "insufficient_quota" in (kind, code)
     hint = r.headers.get("x-should-retry")
-    i = _WHY.find("|%d " % (529 if kind == "overloaded_error" else status))
-    what = ("the %s account has no credit left" if quota else _WHY[i + 5:_WHY.find("|", i + 1)] if i >= 0 else
-            "%s had a server error" if status >= 500 else "unexpected answer from %s")
+    what = pick(_MSG, "quota" if quota else 529 if kind == "overloaded_error" else status) or pick(
+        _MSG, "5xx" if status >= 500 else "other")
     what = "%s (%d)" % (what.replace("%s", name), status)
     if status == 404:
-        what += ": check the model name and base URL"
+        what += ": check the model and base URL"
     elif status == 400 and isinstance(msg, str) and msg:
         what += ": " + msg[:_ERR_MSG_MAX]
     return LLMError(what, status, hint == "true" if hint in ("true", "false") else

@@ -63,7 +63,7 @@ def save(force=True):
         _dirty = False
         _saved_ms = now
     except OSError as e:
-        log.exc(TAG, "saving token counts failed", e)
+        log.exc(TAG, "save", e)
 
 
 def today():

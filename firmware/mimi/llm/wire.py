@@ -36,6 +36,9 @@ from mimi.llm import LLMError
 
 _SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
 # stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
+# the usage fields that count as input (Anthropic's cached ones included) and as output
+_IN = const(" input_tokens cache_read_input_tokens cache_creation_input_tokens prompt_tokens ")
+_OUT = const(" output_tokens completion_tokens ")
 _STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens length=max_tokens refusal=refusal"
               " content_filter=refusal pause_turn=pause_turn tool_use=tool_use tool_calls=tool_use"
               " function_call=tool_use ")
@@ -118,7 +121,14 @@ def parse(d, protocol, name, esc=True):
     ``esc``: the raw reply held UTF-16 surrogate escapes (see ``repair_utf16``).
     Raises ``LLMError`` (worth a retry) when the reply has no content."""
     try:
+        n_in = n_out = 0  # tokens
         u = d.get("usage") or {}
+        for k in u:
+            if isinstance(u[k], int):
+                if " %s " % k in _IN:
+                    n_in += u[k]
+                elif " %s " % k in _OUT:
+                    n_out += u[k]
         alt = None
         if protocol == "anthropic":
             texts = []
@@ -130,11 +140,8 @@ def parse(d, protocol, name, esc=True):
                 elif t == "tool_use":
                     calls.append({"id": b.get("id") or "toolu_%d" % len(calls), "name": b.get("name") or "",
                                   "input": b.get("input")})
-            usage = ((u.get("input_tokens") or 0) + (u.get("cache_read_input_tokens") or 0)
-                     + (u.get("cache_creation_input_tokens") or 0), u.get("output_tokens") or 0)
             s = d.get("stop_reason")
         else:
-            usage = (u.get("prompt_tokens") or 0, u.get("completion_tokens") or 0)
             d = d["choices"][0]
             s = d.get("finish_reason")
             d = d["message"]
@@ -155,7 +162,7 @@ def parse(d, protocol, name, esc=True):
                 try:
                     a = json.loads(a)
                 except (ValueError, TypeError) as e:
-                    c["error"] = "arguments were not valid JSON: %s" % (str(e)[:80] or "syntax error")
+                    c["error"] = "arguments were not valid JSON: %s" % str(e)[:80]
                     continue
                 if isinstance(a, dict):
                     c["input"] = a
@@ -169,7 +176,7 @@ def parse(d, protocol, name, esc=True):
             break
     texts = d = t = None
     i = _STOP.find(" %s=" % s)
-    return {"text": text, "tool_calls": calls, "usage": usage,
+    return {"text": text, "tool_calls": calls, "usage": (n_in, n_out),
             "stop": _STOP[_STOP.find("=", i) + 1:_STOP.find(" ", i + 1)] if i >= 0 else "tool_use" if calls else "end"}
 
 

@@ -49,7 +49,7 @@ def ders(paths):
         try:
             f, _ = fs.open_read(path)
         except OSError as e:
-            log.warn(TAG, "cannot open %s: %s", path, e)
+            log.warn(TAG, "%s: %s", path, e)
             continue
         try:
             parts = None
@@ -58,11 +58,11 @@ def ders(paths):
                 if not line:
                     break
                 line = line.strip()
-                if line.startswith(b"-----BEGIN CERTIFICATE"):
+                if line.startswith(b"-----BEGIN"):  # CERTIFICATE (anything else fails to load, counted)
                     parts, size = [], 0
                 elif parts is None or not line:
                     pass
-                elif line.startswith(b"-----END CERTIFICATE"):
+                elif line.startswith(b"-----END "):
                     try:
                         der = binascii.a2b_base64(b"".join(parts))
                     except ValueError:
@@ -71,12 +71,12 @@ def ders(paths):
                     if der:
                         yield der
                     else:
-                        log.warn(TAG, "bad certificate in %s skipped", path)
+                        log.warn(TAG, "%s: bad", path)
                 else:
                     size += len(line)
                     parts.append(line)
                     if size > _CERT_B64_MAX:
-                        log.warn(TAG, "oversized certificate in %s skipped", path)
+                        log.warn(TAG, "%s: bad", path)
                         parts = None
         finally:
             f.close()
@@ -93,7 +93,7 @@ def context():
     if ctx is None:
         ctx, n, bad = seam.tls_context(ders(files()))
         if not n:
-            raise seam.TLSError("no CA certificates in %s (copy spiffs_seed/certs there)" % config.CERTS_DIR)
-        log.info(TAG, "%d CA certificates loaded, %d skipped", n, bad)
+            raise seam.TLSError("no CA certificates in %s" % config.CERTS_DIR)
+        log.info(TAG, "CA %d/%d", n, n + bad)
         _ctxs[tid] = ctx
     return ctx

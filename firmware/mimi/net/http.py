@@ -25,15 +25,15 @@ from micropython import const
 from mimi import config, seam
 
 _HEADERS_MAX = const(100)  # header lines per response before we call it malformed
-_KEEP = const(("content-length", "transfer-encoding", "content-type", "retry-after", "retry-after-ms",
-               "x-should-retry", "location"))
+_KEEP = const(" content-length transfer-encoding content-type retry-after retry-after-ms x-should-retry location ")
+_BAD_URL = const("the URL is not http[s]://host[:port][/path]")
 
 
 def parse_url(url):
     """Split ``http[s]://host[:port]/path?q`` into ``(tls, host, port, path)``; ``ValueError`` if bad."""
     tls = url.startswith("https://")
     if not tls and not url.startswith("http://"):
-        raise ValueError("URL must start with http:// or https://")
+        raise ValueError(_BAD_URL)
     rest = url[8 if tls else 7:]
     i = rest.find("/")
     host, path = (rest, "/") if i < 0 else (rest[:i], rest[i:])
@@ -43,12 +43,12 @@ def parse_url(url):
         p = host[i + 1:]
         port = int(p) if p.isdigit() else 0
         if not 0 < port < 65536:
-            raise ValueError("URL has a bad port")
+            raise ValueError(_BAD_URL)
         host = host[:i]
     if host.startswith("["):
         host = host[1:-1]
     if not host or "@" in host:
-        raise ValueError("URL has no usable host")
+        raise ValueError(_BAD_URL)
     return tls, host, port, path
 
 
@@ -94,7 +94,7 @@ class Pending:
         ctx = None
         if tls:
             if not seam.clock_synced():
-                raise seam.TLSError("cannot check %s's certificate: the clock is not set (no NTP time yet)" % host)
+                raise seam.TLSError("the clock is not set: cannot check %s's certificate" % host)
             from mimi.net import certs
 
             ctx = certs.context()
@@ -104,11 +104,9 @@ class Pending:
                 host = "[%s]" % host
             if port != (443 if tls else 80):
                 host += ":%d" % port
-            head = ["%s %s HTTP/1.1" % (method, path), "Host: " + host, "Connection: close", "User-Agent: mimi"]
+            head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nUser-Agent: mimi\r\n" % (method, path, host)
             for k in headers or ():
-                if k.lower() == "user-agent":
-                    head.pop(3)
-                head.append("%s: %s" % (k, headers[k]))
+                head += "%s: %s\r\n" % (k, headers[k])
             w = self._write
             count = None
             if callable(body):
@@ -119,18 +117,17 @@ class Pending:
                 body = seam.as_bytes(body)
                 count = len(body)
             if count is not None:
-                head.append("Content-Length: %d" % count)
-            for line in head:
-                if "\r" in line or "\n" in line:
-                    raise ValueError("header contains a line break")
-                w(line)
-                w("\r\n")
+                head += "Content-Length: %d\r\n" % count
+            n = 4 + len(headers or ()) + (count is not None)  # lines; a line break in a value would add one
+            if head.count("\n") != n or head.count("\r") != n:
+                raise ValueError("line break in a header")
+            w(head)
             w("\r\n")
             if callable(body):
                 n = self._sent
                 body(w)
                 if self._sent - n != count:
-                    raise ValueError("body writer wrote %d bytes after counting %d" % (self._sent - n, count))
+                    raise ValueError("the body writer changed after counting")
             elif body is not None:
                 w(body)
             if self._re:
@@ -219,7 +216,7 @@ class Pending:
                             break
                         i = line.find(b":")
                         name = line[:i].strip().lower().decode()
-                        if i > 0 and (name in _KEEP or name in want):
+                        if i > 0 and (" %s " % name in _KEEP or name in want):
                             h[name] = line[i + 1:].strip().decode()
                     else:
                         raise ValueError  # too many header lines

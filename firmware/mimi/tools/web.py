@@ -13,19 +13,15 @@ costs no buffer of its own.
 """
 import json
 
-from micropython import const
-
 from mimi import config
 from mimi.tools import registry
-
-_SAFE = const(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 def quote(text):
     """Percent-encode ``text`` (UTF-8) for a URL query value (no ``urllib`` on MicroPython)."""
     out = []
     for c in text.encode():
-        out.append(chr(c) if c in _SAFE else "%%%02X" % c)
+        out.append(chr(c) if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"-._~" else "%%%02X" % c)
     return "".join(out)
 
 
@@ -41,7 +37,7 @@ def web_search(args, ctx):
 
     query = args["query"].strip()
     if not query:
-        raise ValueError("query is empty")
+        raise ValueError("no query")
     count = max(1, min(int(args.get("count") or 5), config.WEB_RESULTS_MAX))
     provider = config.get("search_provider").strip().lower() or "brave"
     key = config.get("search_key")
@@ -55,17 +51,17 @@ def web_search(args, ctx):
                 config.WEB_BRAVE_URL, quote(query), count), {"accept": "application/json", "x-subscription-token": key},
                 None, config.WEB_TIMEOUT_MS, init())
         else:
-            raise ValueError("search_provider must be brave or tavily, not %s" % provider)
+            raise ValueError("search_provider must be brave or tavily")
     except OSError as e:
-        raise ValueError("could not reach the %s search service (%s)" % (provider, str(e)[:60] or "network error"))
+        raise ValueError("could not reach the %s search (%s)" % (provider, str(e)[:60] or type(e).__name__))
     if r.status != 200 or r.truncated:
         raise ValueError("the %s search %s (%d)" % (provider, "key was rejected" if r.status in (401, 403) else
-                                                    "rate limit was reached; try later" if r.status == 429 else
+                                                    "rate limit was reached" if r.status == 429 else
                                                     "reply was too large" if r.truncated else "failed", r.status))
     try:
         d = r.json()
     except ValueError:
-        raise ValueError("the %s search sent a reply that is not JSON" % provider)
+        raise ValueError("the %s search sent invalid JSON" % provider)
     r = None
     lines = []
     if provider == "tavily":
@@ -85,9 +81,9 @@ def register_all():
     """Register web_search (group ``net``; offered only when ``search_key`` is set)."""
     registry.register(registry.Tool(
         "web_search",
-        "Search the web for current information. Returns titles, URLs and snippets.",
+        "Search the web: titles, URLs and snippets.",
         {"type": "object", "properties": {
-            "query": {"type": "string", "description": "what to search for"},
-            "count": {"type": "integer", "description": "number of results, 1-10 (default 5)"}},
+            "query": {"type": "string"},
+            "count": {"type": "integer", "description": "1 to 10"}},
          "required": ["query"]},
         web_search, "net", lambda: bool(config.get("search_key"))))
