@@ -208,7 +208,8 @@ def main():
     else:
         print("reply: %d B of text" % REPLY_BYTES)
     print("heapsize: %d KB (%s, %s protocol)" % ((gc.mem_alloc() + gc.mem_free()) // 1024, seam.describe(), proto))
-    print("buffers allocated first (16 KB context + %d KB reply): %d B" % (config.LLM_RESPONSE_MAX_BYTES // 1024, buffers))
+    print("buffers allocated first (16 KB context + %d KB reply): %d B" % (
+        config.LLM_RESPONSE_MAX_BYTES // 1024, buffers))
     imp = after_import - t_imp - buffers
     print("heap held by the modules a turn imports (.py): %d B (%d KB)" % (imp, imp // 1024))
     print("heap before the turns (+ session, bus, agent): %d B" % before)

@@ -76,17 +76,14 @@ def body(w, p, system, messages, tools, max_tokens):
         if role == "assistant":
             if not text and not calls:
                 continue  # an empty turn (Anthropic refuses empty text blocks)
-            if a:
-                d = [{"type": "text", "text": text}] if text else []
-                for c in calls:
-                    d.append({"type": "tool_use", "id": c.get("id", ""), "name": c.get("name", ""),
-                              "input": c.get("input") or {}})
-                d = {"role": role, "content": d}
-            else:
-                d = {"role": role, "content": text or None}
-                if calls:
-                    d["tool_calls"] = [{"id": c.get("id", ""), "type": "function", "function": {
-                        "name": c.get("name", ""), "arguments": json.dumps(c.get("input") or {})}} for c in calls]
+            tc = [{"type": "text", "text": text}] if a and text else []
+            for c in calls:
+                i, n, inp = c.get("id", ""), c.get("name", ""), c.get("input") or {}
+                tc.append({"type": "tool_use", "id": i, "name": n, "input": inp} if a else
+                          {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(inp)}})
+            d = {"role": role, "content": tc if a else text or None}
+            if tc and not a:
+                d["tool_calls"] = tc
         elif role == "tool":
             if a:
                 d = {"type": "tool_result", "tool_use_id": m.get("tool_call_id", ""), "content": text or "(empty)"}

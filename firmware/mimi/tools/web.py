@@ -13,8 +13,15 @@ costs no buffer of its own.
 """
 import json
 
+from micropython import const
+
 from mimi import config
 from mimi.tools import registry
+
+# errors the model reads, by key (``mimi.llm.pick``: one string, RAM)
+_MSG = const("|401 key was rejected|403 key was rejected|429 rate limit was reached|big reply was too large"
+             "|json sent invalid JSON|reach could not reach the %s search (%s)"
+             "|which search_provider must be brave or tavily|")
 
 
 def quote(text):
@@ -32,7 +39,7 @@ def _clip(s, n):
 
 def web_search(args, ctx):
     """``query``, optional ``count`` (1-10, default 5) -> numbered results as text."""
-    from mimi.llm import init
+    from mimi.llm import init, pick
     from mimi.net import http
 
     query = args["query"].strip()
@@ -51,17 +58,16 @@ def web_search(args, ctx):
                 config.WEB_BRAVE_URL, quote(query), count), {"accept": "application/json", "x-subscription-token": key},
                 None, config.WEB_TIMEOUT_MS, init())
         else:
-            raise ValueError("search_provider must be brave or tavily")
+            raise ValueError(pick(_MSG, "which"))
     except OSError as e:
-        raise ValueError("could not reach the %s search (%s)" % (provider, str(e)[:60] or type(e).__name__))
+        raise ValueError(pick(_MSG, "reach") % (provider, str(e)[:60] or type(e).__name__))
     if r.status != 200 or r.truncated:
-        raise ValueError("the %s search %s (%d)" % (provider, "key was rejected" if r.status in (401, 403) else
-                                                    "rate limit was reached" if r.status == 429 else
-                                                    "reply was too large" if r.truncated else "failed", r.status))
+        why = pick(_MSG, "big" if r.truncated else r.status) or "failed"
+        raise ValueError("the %s search %s (%d)" % (provider, why, r.status))
     try:
         d = r.json()
     except ValueError:
-        raise ValueError("the %s search sent invalid JSON" % provider)
+        raise ValueError("the %s search %s" % (provider, pick(_MSG, "json")))
     r = None
     lines = []
     if provider == "tavily":
