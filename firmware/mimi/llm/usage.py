@@ -16,7 +16,9 @@ _saved_ms = None
 _dirty = False
 
 
-def _load():
+def _today():
+    """Today's row ``[input, output, calls]``, loading the file on first use; a new day's row
+    pushes out days past ``USAGE_DAYS``."""
     global _days
     if _days is None:
         _days = {}
@@ -27,19 +29,19 @@ def _load():
                     _days[k] = list(map(int, d[k]))
         except (OSError, ValueError, TypeError):  # missing or damaged: start afresh
             pass
-    return _days
+    day = clock.date_str()
+    row = _days.get(day)
+    if row is None:
+        row = _days[day] = [0, 0, 0]
+        for k in sorted(_days)[:-config.USAGE_DAYS]:
+            del _days[k]
+    return row
 
 
 def add(tokens, calls=1):
     """Count one reply's ``(input_tokens, output_tokens)`` for today; saves when due."""
     global _dirty
-    days = _load()
-    day = clock.date_str()
-    row = days.get(day)
-    if row is None:
-        row = days[day] = [0, 0, 0]
-        for k in sorted(days)[:-config.USAGE_DAYS]:
-            del days[k]
+    row = _today()
     row[0] += int(tokens[0] or 0)
     row[1] += int(tokens[1] or 0)
     row[2] += calls
@@ -59,7 +61,7 @@ def save(force=True):
             _saved_ms = now  # first count since boot: start the clock, write later
         return
     try:
-        fs.write(config.USAGE_PATH, json.dumps(_load()))
+        fs.write(config.USAGE_PATH, json.dumps(_days))
         _dirty = False
         _saved_ms = now
     except OSError as e:
@@ -68,7 +70,7 @@ def save(force=True):
 
 def today():
     """``(input_tokens, output_tokens, calls)`` for today."""
-    return tuple(_load().get(clock.date_str()) or (0, 0, 0))
+    return tuple(_today())
 
 
 def summary():
