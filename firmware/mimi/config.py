@@ -170,8 +170,7 @@ HTTP_CONNECT_TIMEOUT_MS = const(10000)  # TCP connect and TLS handshake
 HTTP_TIMEOUT_MS = const(30000)  # each read or write; callers raise it for slow replies
 HTTP_DEADLINE_MS = const(300000)  # a whole exchange, so a dripping server cannot hold a thread
 HTTP_BODY_MAX_BYTES = const(4096)  # body cap when the caller passes no buffer
-HTTP_LINE_BYTES = const(1024)  # status line, one header line, one chunk-size line
-HTTP_WRITE_BUF_BYTES = const(1024)  # request bytes gathered before one socket write
+HTTP_LINE_BYTES = const(1024)  # request bytes gathered per socket write; then the status line, a header line...
 
 # -- hardware: pins, datasheets, fast path (issue 7; seeds 002, 004) ------------------
 # The owner's pin policy sits at the flash root, outside /data, so no tool can widen it

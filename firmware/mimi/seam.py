@@ -374,54 +374,39 @@ def ntp_sync(host=None):
 
 # -- network: TCP and TLS (issue 4; used only by mimi.net.http) ---------------------
 
-_ETIMEDOUT = 110
-
 
 class TLSError(OSError):
     """The TLS handshake failed or the server's certificate was not accepted."""
 
 
 def tls_context(ders):
-    """A client TLS context that trusts the certificates ``ders`` yields (DER bytes each).
+    """A client TLS context that verifies servers against the certificates ``ders`` yields.
 
+    ``ders``: DER bytes each, maybe a generator (one certificate in RAM at a time).
     MicroPython: ``tls.SSLContext(PROTOCOL_TLS_CLIENT)`` with ``CERT_REQUIRED``; its
-    ``load_verify_locations`` takes one DER certificate per call, positionally (the unix
-    port's mbedTLS has no PEM parser, so callers convert PEM first). CPython:
-    ``ssl.SSLContext`` likewise. ``ders`` may be a generator, so only one certificate is
-    in RAM at a time. ``None`` turns verification off (only for a server the owner
-    declared insecure). One context serves every connection (the parsed roots stay in it).
-    Returns ``(ctx, loaded, rejected)``: a certificate the library cannot parse is
-    skipped and counted, not fatal.
+    ``load_verify_locations`` takes one DER certificate per call (the unix port's mbedTLS
+    has no PEM parser, so callers convert PEM first). CPython: ``ssl.SSLContext``
+    likewise. Returns ``(ctx, loaded, rejected)``: a certificate the library cannot parse
+    is skipped and counted, not fatal.
     Source: https://docs.micropython.org/en/latest/library/ssl.html
     """
     if _RT == "cpython":
-        import ssl
-
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        if ders is None:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-            return ctx, 0, 0
-        load = lambda d: ctx.load_verify_locations(cadata=bytes(d))  # noqa: E731
-        bad = (ssl.SSLError, ValueError)
+        import ssl as tls
     else:
         import tls
-
-        ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
-        if ders is None:
-            ctx.verify_mode = tls.CERT_NONE
-            return ctx, 0, 0
-        ctx.verify_mode = tls.CERT_REQUIRED
-        load = ctx.load_verify_locations
-        bad = (ValueError, OSError)
-    n = rejected = 0
+    ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)  # CPython: verifies and checks host names by default
+    ctx.verify_mode = tls.CERT_REQUIRED
+    n = bad = 0
     for d in ders:
         try:
-            load(d)
+            if _RT == "cpython":
+                ctx.load_verify_locations(cadata=bytes(d))
+            else:
+                ctx.load_verify_locations(d)
             n += 1
-        except bad:
-            rejected += 1
-    return ctx, n, rejected
+        except (ValueError, OSError):  # CPython's ssl.SSLError is an OSError
+            bad += 1
+    return ctx, n, bad
 
 
 def as_bytes(x):
@@ -430,7 +415,7 @@ def as_bytes(x):
     MicroPython's ``memoryview(str)`` is the UTF-8 bytes without a copy; CPython encodes.
     """
     if isinstance(x, str):
-        return memoryview(x) if _RT != "cpython" else x.encode()
+        return x.encode() if _RT == "cpython" else memoryview(x)
     return x
 
 
@@ -438,172 +423,98 @@ def loads_view(mv):
     """``json.loads`` of a memoryview slice (MicroPython parses it in place; CPython copies)."""
     import json
 
-    if _RT == "cpython":
-        return json.loads(bytes(mv))
-    return json.loads(mv)
+    return json.loads(bytes(mv) if _RT == "cpython" else mv)
 
 
-def thread_id():
-    """An id of the calling thread (``_thread.get_ident``), for per-thread caches."""
-    return _thread.get_ident()
+thread_id = _thread.get_ident  # an id of the calling thread, for per-thread caches
 
 
 class Conn:
-    """One TCP connection, maybe TLS, where every operation has a timeout.
+    """One TCP connection, maybe TLS, where every wait has a timeout.
 
-    ``Conn(host, port, connect_timeout_ms)`` resolves and connects, trying each address
-    (raises ``OSError``: refused, timed out, host not found). DNS: ``getaddrinfo`` has no
-    timeout of its own on MicroPython (lwIP's resolver gives up by itself after some
-    seconds); CPython's is bounded by the OS resolver.
-    ``readinto`` returns what has arrived (like ``recv_into``), waiting at most the
-    timeout set by ``set_timeout`` and raising ``OSError`` "timed out" after it; with
-    timeout 0 it returns None when nothing is there. ``write`` writes everything or
-    times out. MicroPython's stream ``readinto`` would wait to fill the whole buffer, so
-    there the socket is non-blocking after the handshake and ``select.poll`` does the
-    waiting; CPython uses the socket's own timeout.
+    ``Conn(host, port, connect_timeout_ms, ctx=None)`` resolves and connects, trying each
+    address (``OSError``: refused, timed out, host not found); with ``ctx`` (from
+    ``tls_context``) it then does the TLS handshake, checking ``host``'s certificate
+    (``TLSError`` naming the host and the library's reason when refused). DNS:
+    ``getaddrinfo`` has no timeout of its own on MicroPython (lwIP's resolver gives up by
+    itself after some seconds); CPython's is bounded by the OS resolver. Writes block with
+    the socket's timeout; MicroPython's stream ``readinto`` would wait to fill the whole
+    buffer, so there reads are non-blocking and ``select.poll`` does the waiting.
     """
 
-    def __init__(self, host, port, connect_timeout_ms):
+    def __init__(self, host, port, connect_timeout_ms, ctx=None):
         import socket
 
         self._poll = None
-        self._tmo = connect_timeout_ms
         err = OSError("host not found: %s" % host)
         for ai in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
             s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
             try:
                 s.settimeout(connect_timeout_ms / 1000)
                 s.connect(ai[-1])
-            except OSError as e:  # try the next address ("localhost": ::1, then 127.0.0.1)
+                break
+            except BaseException as e:  # try the next address ("localhost": ::1, then 127.0.0.1)
                 s.close()
-                err = e
-                continue
-            except BaseException:
-                s.close()
-                raise
-            self.raw = s  # the socket the timeout is set on (MicroPython's TLS object has none)
-            self.s = s  # what we read and write: the socket or its TLS wrapper
-            self._nb = False
-            return
-        raise err
-
-    def start_tls(self, host, ctx):
-        """Handshake with ``ctx`` (from ``tls_context``) and check ``host``'s certificate.
-
-        Call before the first read or write. Raises ``TLSError`` with the library's reason
-        when the handshake or verification fails, ``OSError`` when it timed out.
-        """
-        try:
-            self.s = ctx.wrap_socket(self.raw, server_hostname=host)
-        except ValueError as e:  # MicroPython: a certificate problem
-            raise TLSError(_tls_reason(e))
-        except OSError as e:
-            if _RT == "cpython":
-                import ssl
-
-                if isinstance(e, ssl.SSLError):
-                    raise TLSError(_tls_reason(e))
-            elif e.args and isinstance(e.args[0], int) and e.args[0] < 0:
-                raise TLSError("handshake failed (mbedTLS error %d)" % e.args[0])
-            raise
-        if _RT == "cpython":
-            self.raw = self.s  # CPython detached the plain socket
-
-    def set_timeout(self, timeout_ms):
-        """Timeout in ms for each later read and write (0: do not wait)."""
-        if _RT == "cpython":
-            if timeout_ms != self._tmo:
-                self.raw.settimeout(timeout_ms / 1000 if timeout_ms > 0 else 0)
-        elif not self._nb:
-            self.raw.setblocking(False)
-            self._nb = True
-        self._tmo = timeout_ms
-
-    def readinto(self, mv):
-        """Read into ``mv``; the count (0 at end of stream), or None with timeout 0 and no data."""
-        if _RT == "cpython":
-            try:
-                return self.s.recv_into(mv)
-            except OSError as e:
-                if not _would_block(e):
+                if not isinstance(e, OSError):
                     raise
-                if self._tmo <= 0:
-                    return None
-                raise OSError(_ETIMEDOUT, "timed out")
-        if not self._nb:
-            self.set_timeout(self._tmo)
-        while True:
-            n = self.s.readinto(mv)  # non-blocking: what is there, or None
-            if n is not None:
-                return n
-            if self._tmo <= 0:
-                return None
-            if not self._wait_io(1, self._tmo):  # POLLIN
-                raise OSError(_ETIMEDOUT, "timed out")
+                err = e
+        else:
+            raise err
+        self.raw = self.s = s  # raw: the socket itself; s: what we read and write (maybe TLS)
+        if ctx:
+            try:  # within the connect timeout
+                self.s = ctx.wrap_socket(s, server_hostname=host)
+            except (ValueError, OSError) as e:
+                s.close()
+                a = e.args
+                if isinstance(e, ValueError) or "SSL" in type(e).__name__:  # a certificate problem
+                    why = getattr(e, "verify_message", None) or str(a[-1] if len(a) > 1 else e).strip()
+                elif a and isinstance(a[0], int) and a[0] < 0:  # MicroPython: an mbedTLS error code
+                    why = "mbedTLS error %d" % a[0]
+                else:
+                    raise
+                raise TLSError("%s's certificate was refused: %s" % (host, why or type(e).__name__))
+            if _RT == "cpython":
+                self.raw = self.s  # the plain socket was detached
 
-    def write(self, data):
-        """Write all of ``data`` (bytes-like); ``OSError`` "timed out" if the peer stalls."""
+    def readinto(self, mv, timeout_ms):
+        """Read what has arrived into ``mv``, waiting at most ``timeout_ms``: the count (0 at
+        the end of the stream), or None when nothing came in time."""
+        s = self.s
+        if _RT == "cpython":
+            s.settimeout(timeout_ms / 1000)
+            try:
+                return s.recv_into(mv)
+            except OSError as e:  # nothing yet: a timeout, or would block at timeout 0
+                if isinstance(e, (TimeoutError, BlockingIOError)) or "Want" in type(e).__name__:
+                    return None
+                raise
+        self.raw.setblocking(False)
+        if self._poll is None:
+            import select
+
+            self._poll = select.poll()
+            self._poll.register(s, 1)  # POLLIN
+        while True:
+            n = s.readinto(mv)  # what is there, or None
+            if n is not None or not self._poll.poll(max(0, int(timeout_ms))):
+                return n
+
+    def write(self, data, timeout_ms):
+        """Write all of ``data`` (bytes-like); ``OSError`` (timed out) if the peer stalls."""
+        self.raw.settimeout(timeout_ms / 1000)
         if _RT == "cpython":
             self.s.sendall(data)
-            return
-        if not self._nb:
-            self.set_timeout(self._tmo)
-        mv = memoryview(data)
-        while len(mv):
-            n = self.s.write(mv)
-            if n:
-                mv = mv[n:]
-            elif not self._wait_io(4, self._tmo):  # POLLOUT
-                raise OSError(_ETIMEDOUT, "timed out")
-
-    def _wait_io(self, events, timeout_ms):
-        import select
-
-        if self._poll is None:
-            self._poll = select.poll()
-            self._poll.register(self.s, events)
         else:
-            self._poll.modify(self.s, events)
-        return bool(self._poll.poll(max(0, int(timeout_ms))))
-
-    def wait(self, timeout_ms):
-        """True when a read would not block (data, end of stream or an error) within ``timeout_ms``."""
-        if _RT == "cpython" and hasattr(self.s, "pending") and self.s.pending():
-            return True
-        return self._wait_io(1, timeout_ms)
+            self.s.write(data)
 
     def close(self):
         """Close the connection; safe to call twice."""
-        s, self.s = self.s, None
-        if s is not None:
+        for s in (self.s, self.raw):
             try:
                 s.close()
             except OSError:
                 pass
-            if self.raw is not s:
-                try:
-                    self.raw.close()
-                except OSError:
-                    pass
-
-
-def _would_block(e):
-    if _RT == "cpython":
-        import ssl
-
-        if isinstance(e, (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError)):
-            return True
-        import socket
-
-        return isinstance(e, socket.timeout)
-    return bool(e.args) and e.args[0] in (11, _ETIMEDOUT)  # EAGAIN, ETIMEDOUT
-
-
-def _tls_reason(e):
-    msg = getattr(e, "verify_message", None)  # CPython's certificate errors
-    if not msg:
-        msg = str(e.args[-1] if _RT == "cpython" and len(e.args) > 1 else e).strip()
-    return msg or type(e).__name__
 
 
 # -- storage (mimi/storage/fs.py; issue 3) -----------------------------

@@ -4,7 +4,7 @@
 import os
 
 from mimi import config, seam
-from mimi.llm import anthropic, common, openai
+from mimi.llm import common
 from mimi.tools import registry
 import fakectl
 import support
@@ -21,13 +21,13 @@ _waits = []
 def _a():
     url = os.getenv("MIMI_T_ANTHROPIC")
     fakectl.reset(url)
-    return url, anthropic.Provider("anthropic", url, KEY_A, "claude-test")
+    return url, common.Provider("anthropic", "anthropic", url, KEY_A, "claude-test")
 
 
 def _o():
     url = os.getenv("MIMI_T_OPENAI")
     fakectl.reset(url)
-    return url, openai.Provider("openai", url + "/v1", KEY_O, "gpt-test")
+    return url, common.Provider("openai", "openai", url + "/v1", KEY_O, "gpt-test")
 
 
 def _fast_retries():
@@ -156,7 +156,7 @@ def test_long_retry_after_is_not_waited_for():
 
 def test_connection_errors_are_retried_then_explained():
     _fast_retries()
-    p = anthropic.Provider("anthropic", os.getenv("MIMI_T_DEAD"), KEY_A, "m")
+    p = common.Provider("anthropic", "anthropic", os.getenv("MIMI_T_DEAD"), KEY_A, "m")
     e = support.raises(common.LLMError, p.chat, "s", USER)
     assert "could not reach 127.0.0.1" in e.user_message, e.user_message
     assert e.retryable and len(_waits) == 2
@@ -197,7 +197,7 @@ def test_wrong_key_reaches_the_user_as_401_without_the_key():
     _fast_retries()
     url = os.getenv("MIMI_T_ANTHROPIC_STRICTKEY")
     fakectl.reset(url)
-    p = anthropic.Provider("anthropic", url, "sk-ant-WRONG-key", "m")
+    p = common.Provider("anthropic", "anthropic", url, "sk-ant-WRONG-key", "m")
     e = support.raises(common.LLMError, p.chat, "s", USER)
     assert e.user_message == "the API key was rejected (401)"
 

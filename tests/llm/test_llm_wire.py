@@ -3,7 +3,7 @@ think-tag stripping, UTF-16 repair, retry timing, error texts, run-time switchin
 import json
 
 from mimi import config
-from mimi.llm import anthropic, common, openai
+from mimi.llm import common, wire
 from mimi.tools import registry
 import mimi.llm as llm
 import support
@@ -27,20 +27,21 @@ TOOL = registry.Tool("read_file", "Read a file", {"type": "object", "properties"
                                                   "required": ["path"]}, lambda a, c: "x", "file")
 
 
-def _body(writer):
+def _body(p, *args):
+    """The request body provider ``p`` writes for ``args`` (system, messages, tools, max_tokens)."""
     parts = []
-    writer(parts.append)
+    wire.body(parts.append, p, *args)
     data = b"".join(p.encode() if isinstance(p, str) else bytes(p) for p in parts)
     return json.loads(data)
 
 
 def test_anthropic_body():
-    p = anthropic.Provider("anthropic", "https://api.anthropic.com/", "sk-ant-FAKE", "claude-x")
-    assert p.url() == "https://api.anthropic.com/v1/messages"
-    h = p.headers()
+    p = common.Provider("anthropic", "anthropic", "https://api.anthropic.com/", "sk-ant-FAKE", "claude-x")
+    assert p.url == "https://api.anthropic.com/v1/messages"
+    h = p.headers
     assert h["x-api-key"] == "sk-ant-FAKE" and h["anthropic-version"] == "2023-06-01"
     sysbuf = bytearray(SYSTEM.encode())
-    b = _body(p.writer(memoryview(sysbuf), HISTORY, [TOOL], 500))
+    b = _body(p, memoryview(sysbuf), HISTORY, [TOOL], 500)
     assert b["model"] == "claude-x" and b["max_tokens"] == 500
     assert b["system"] == SYSTEM
     assert b["tools"] == [{"name": "read_file", "description": "Read a file", "input_schema": TOOL.schema}]
@@ -60,7 +61,7 @@ def test_anthropic_body():
 
 def test_anthropic_user_text_after_results_joins_that_message():
     msgs = HISTORY[:4] + [{"role": "user", "content": "and?"}]
-    b = _body(anthropic.Provider("a", "http://h", "k", "m").writer(None, msgs, None, 10))
+    b = _body(common.Provider("anthropic", "a", "http://h", "k", "m"), None, msgs, None, 10)
     m = b["messages"]
     assert [x["role"] for x in m] == ["user", "assistant", "user"]
     assert m[2]["content"][-1] == {"type": "text", "text": "and?"}
@@ -68,13 +69,13 @@ def test_anthropic_user_text_after_results_joins_that_message():
 
 
 def test_openai_body():
-    p = openai.Provider("openai", "https://api.openai.com/v1/", "sk-FAKE", "gpt-x")
-    assert p.url() == "https://api.openai.com/v1/chat/completions"
-    assert p.headers()["authorization"] == "Bearer sk-FAKE"
-    assert "authorization" not in openai.Provider("ollama", "http://h/v1", "", "m", False).headers()
-    b = _body(p.writer(memoryview(SYSTEM.encode()), HISTORY, [TOOL], 300))
+    p = common.Provider("openai", "openai", "https://api.openai.com/v1/", "sk-FAKE", "gpt-x")
+    assert p.url == "https://api.openai.com/v1/chat/completions"
+    assert p.headers["authorization"] == "Bearer sk-FAKE"
+    assert "authorization" not in common.Provider("openai", "ollama", "http://h/v1", "", "m", False).headers
+    b = _body(p, memoryview(SYSTEM.encode()), HISTORY, [TOOL], 300)
     assert b["max_completion_tokens"] == 300 and "max_tokens" not in b
-    other = _body(openai.Provider("ollama", "http://h/v1", "", "m", False).writer(None, HISTORY[:1], None, 77))
+    other = _body(common.Provider("openai", "ollama", "http://h/v1", "", "m", False), None, HISTORY[:1], None, 77)
     assert other["max_tokens"] == 77 and other["messages"] == [{"role": "user", "content": "read two files"}]
     assert b["tools"] == [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                                             "parameters": TOOL.schema}}]
@@ -90,18 +91,26 @@ def test_openai_body():
     assert m[5] == {"role": "assistant", "content": "A is AAA"}
 
 
+def _pa(d):
+    return wire.parse(d, "anthropic", "anthropic")
+
+
+def _po(d):
+    return wire.parse(d, "openai", "openai")
+
+
 def test_anthropic_parse():
-    r = anthropic.parse({"content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Hi "},
+    r = _pa({"content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Hi "},
                                      {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}],
                          "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 4,
                                                               "cache_read_input_tokens": 5}})
     assert r == {"text": "Hi", "tool_calls": [{"id": "toolu_1", "name": "f", "input": {"a": 1}}],
                  "stop": "tool_use", "usage": (15, 4)}
-    for wire, ours in (("end_turn", "end"), ("stop_sequence", "end"), ("max_tokens", "max_tokens"),
-                       ("model_context_window_exceeded", "max_tokens"), ("refusal", "refusal"),
-                       ("pause_turn", "pause_turn"), ("something_new", "end")):
-        assert anthropic.parse({"content": [], "stop_reason": wire})["stop"] == ours
-    support.raises(common.LLMError, anthropic.parse, {"type": "error"})
+    for reason, ours in (("end_turn", "end"), ("stop_sequence", "end"), ("max_tokens", "max_tokens"),
+                         ("model_context_window_exceeded", "max_tokens"), ("refusal", "refusal"),
+                         ("pause_turn", "pause_turn"), ("something_new", "end")):
+        assert _pa({"content": [], "stop_reason": reason})["stop"] == ours
+    support.raises(common.LLMError, _pa, {"type": "error"})
 
 
 def _oai(msg, finish="stop", usage=None):
@@ -109,7 +118,7 @@ def _oai(msg, finish="stop", usage=None):
 
 
 def test_openai_parse_tool_calls_reasoning_and_think():
-    r = openai.parse(_oai({"content": None, "tool_calls": [
+    r = _po(_oai({"content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": [1, 2]}'}},
         {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{oops"}},
         {"type": "function", "function": {"name": "h", "arguments": ""}}]}, "tool_calls",
@@ -119,56 +128,63 @@ def test_openai_parse_tool_calls_reasoning_and_think():
     assert c[0] == {"id": "c1", "name": "f", "input": {"x": [1, 2]}}
     assert c[1]["input"] == {} and c[1]["error"].startswith("arguments were not valid JSON")
     assert c[2] == {"id": "call_2", "name": "h", "input": {}}
-    r = openai.parse(_oai({"content": "", "reasoning_content": "the answer is 4"}))
+    r = _po(_oai({"content": "", "reasoning_content": "the answer is 4"}))
     assert r["text"] == "the answer is 4"
-    r = openai.parse(_oai({"content": "<think>plan\nsecret</think>\n\nHello!", "reasoning_content": "x"}))
+    r = _po(_oai({"content": "<think>plan\nsecret</think>\n\nHello!", "reasoning_content": "x"}))
     assert r["text"] == "Hello!"
-    r = openai.parse(_oai({"content": "ok", "tool_calls": [{"id": "a", "function": {"name": "f",
+    r = _po(_oai({"content": "ok", "tool_calls": [{"id": "a", "function": {"name": "f",
                                                                                       "arguments": "{}"}}]}))
     assert r["stop"] == "tool_use"  # servers that say "stop" with tool calls
-    for wire, ours in (("length", "max_tokens"), ("content_filter", "refusal"), ("stop", "end")):
-        assert openai.parse(_oai({"content": "x"}, wire))["stop"] == ours
-    assert openai.parse(_oai({"content": "[1]"}))["usage"] == (0, 0)
-    support.raises(common.LLMError, openai.parse, {"error": "x"})
+    for reason, ours in (("length", "max_tokens"), ("content_filter", "refusal"), ("stop", "end")):
+        assert _po(_oai({"content": "x"}, reason))["stop"] == ours
+    assert _po(_oai({"content": "[1]"}))["usage"] == (0, 0)
+    support.raises(common.LLMError, _po, {"error": "x"})
 
 
 def test_strip_think():
-    assert common.strip_think("a<think>x</think>b<think>y</think>c") == "abc"
-    assert common.strip_think("<think>never closed") == ""
-    assert common.strip_think("reasoning without opening</think>answer") == "answer"
-    assert common.strip_think("  plain  ") == "plain"
-    assert common.strip_think("") == ""
+    assert wire.strip_think("a<think>x</think>b<think>y</think>c") == "abc"
+    assert wire.strip_think("<think>never closed") == ""
+    assert wire.strip_think("reasoning without opening</think>answer") == "answer"
+    assert wire.strip_think("  plain  ") == "plain"
+    assert wire.strip_think("") == ""
 
 
 def test_repair_utf16_pairs_left_by_micropython_json():
     s = json.loads('"a\\ud83d\\ude00b\\u00e9"')
-    assert common.repair_utf16(s) == "a😀bé"
-    assert common.repair_utf16("plain é 中") == "plain é 中"
+    assert wire.repair_utf16(s) == "a😀bé"
+    assert wire.repair_utf16("plain é 中") == "plain é 中"
     lone = json.loads('"x\\ud83dy"')
-    fixed = common.repair_utf16(lone)
+    fixed = wire.repair_utf16(lone)
     assert fixed.encode() in (b"x\xef\xbf\xbdy", b"x?y")
 
 
-def test_parse_args():
-    assert common.parse_args('{"a": 1}') == ({"a": 1}, None)
-    assert common.parse_args("") == ({}, None)
-    assert common.parse_args(None) == ({}, None)
-    assert common.parse_args({"b": 2}) == ({"b": 2}, None)
-    v, err = common.parse_args("[1, 2]")
+def _args(raw):
+    c = _po(_oai({"content": None, "tool_calls": [{"id": "c", "function": {"name": "f",
+                                                                                  "arguments": raw}}]}))
+    c = c["tool_calls"][0]
+    return c["input"], c.get("error")
+
+
+def test_tool_call_arguments():
+    assert _args('{"a": 1}') == ({"a": 1}, None)
+    assert _args("") == ({}, None)
+    assert _args(None) == ({}, None)
+    assert _args({"b": 2}) == ({"b": 2}, None)
+    v, err = _args("[1, 2]")
     assert v == {} and "object" in err
-    v, err = common.parse_args('{"a": ')
+    v, err = _args('{"a": ')
     assert v == {} and "not valid JSON" in err
 
 
 def test_backoff_follows_the_sdk_policy():
     for attempt, hi in ((0, 500), (1, 1000), (2, 2000), (5, 8000), (9, 8000)):
         for _ in range(20):
-            ms = common.backoff_ms(attempt)
+            ms = common._wait_ms(attempt)
             assert hi * 3 // 4 - 1 <= ms <= hi, (attempt, ms)
-    assert common.retry_after_ms({"retry-after": "2"}) == 2000
-    assert common.retry_after_ms({"retry-after-ms": "150", "retry-after": "9"}) == 150
-    assert common.retry_after_ms({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
-    assert common.retry_after_ms({}) is None
+    assert common._wait_ms(0, {"retry-after": "2"}) == 2000
+    assert common._wait_ms(0, {"retry-after-ms": "150", "retry-after": "9"}) == 150
+    assert 374 <= common._wait_ms(0, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) <= 500  # a date: backoff
+    assert 374 <= common._wait_ms(0, {}) <= 500
 
 
 class _R:
@@ -215,7 +231,7 @@ def test_switching_provider_model_and_base_url_persists():
     llm.set_key("sk-FAKE-openai", "openai")
     p = llm.switch("openai")
     assert (p.name, p.protocol, p.model) == ("openai", "openai", "gpt-4.1-mini")
-    assert p.headers()["authorization"] == "Bearer sk-FAKE-openai"
+    assert p.headers["authorization"] == "Bearer sk-FAKE-openai"
     p = llm.switch(model="gpt-5")
     assert p.model == "gpt-5"
     config._cache.clear()  # as after a reboot
@@ -226,7 +242,7 @@ def test_switching_provider_model_and_base_url_persists():
     assert "sk-" not in llm.describe()
     p = llm.switch("anthropic")
     assert p.base_url == "https://api.anthropic.com" and p.model == "claude-sonnet-4-5"
-    assert p.headers()["x-api-key"] == "sk-ant-FAKE-shared"  # no per-preset key: the shared one
+    assert p.headers["x-api-key"] == "sk-ant-FAKE-shared"  # no per-preset key: the shared one
     e = support.raises(ValueError, llm.switch, "nope")
     assert "unknown provider" in str(e)
     e = support.raises(ValueError, llm.switch, "custom")
@@ -234,7 +250,7 @@ def test_switching_provider_model_and_base_url_persists():
     support.raises(ValueError, llm.switch, None, None, "ftp://x")
     assert llm.current().name == "anthropic"  # nothing changed by the refused switches
     p = llm.switch("custom", "my-model", "https://llm.example.test/v1")
-    assert (p.protocol, p.url()) == ("openai", "https://llm.example.test/v1/chat/completions")
+    assert (p.protocol, p.url) == ("openai", "https://llm.example.test/v1/chat/completions")
     config.set("provider", "bogus")
     llm.reset()
     assert llm.current().name == "anthropic"

@@ -8,7 +8,8 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
   next load repairs (``sessions.repair``: an unanswered call gets an error result).
 - Before every request the history is checked again (``sessions.repair``).
 - RAM stays bounded in a long tool loop: once the model has seen a round's results, they
-  are cut to ``SESSION_TOOL_RESULT_MAX_BYTES`` in the working list too (as on flash).
+  are cut to ``SESSION_TOOL_RESULT_MAX_BYTES`` in the working list too (as on flash); the
+  history is dropped before a final reply is saved (a long reply is copied while saved).
 - The bus hears ``typing`` when work starts and ``idle`` when it ends; a long tool loop
   sends one short ``note``, not one per step.
 - Tokens are counted per day (``mimi.llm.usage``).
@@ -18,40 +19,33 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
 - ``handle`` never raises: a failure becomes one short message to the user, and the log
   gets one line with the tag (nanobot: "a failing turn becomes a short message").
 """
+from micropython import const
+
 from mimi import config, log, seam
-from mimi.storage import sessions
+from mimi.storage import fs, sessions
 from mimi.tools import registry
 import mimi.llm as llm
 from mimi.llm import usage
 
 TAG = "agent"
-_CUT_MARK = "\n[result cut to %d bytes in history]"
+# what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
+_MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try something shorter, or /new."
+             "|bug Sorry, something went wrong (%s).|text I can only read text messages."
+             "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
+             "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
+             "|refusal [The model declined.]|rounds I stopped after %d rounds of tools (%s). Say \"continue\" to go on."
+             "|")
 
 
 def denied_groups(msg):
     """Tool groups this message's chat may not use (group chats: see the module doc)."""
-    if not msg.get("is_group"):
-        return ()
-    allowed = config.get("group_tools").replace(",", " ").split()
-    if "all" in allowed:
-        return ()
-    return tuple(g for g in config.AGENT_GROUP_DENIED if g not in allowed)
-
-
-def _shrink(m):
-    """A tool result message cut to the history cap (the model has seen it in full)."""
-    c = m.get("content") or ""
-    cap = config.SESSION_TOOL_RESULT_MAX_BYTES
-    b = c.encode()
-    if len(b) <= cap:
-        return m
-    mark = _CUT_MARK % cap
-    end = max(0, cap - len(mark))
-    while end > 0 and (b[end] & 0xC0) == 0x80:
-        end -= 1
-    m = dict(m)
-    m["content"] = b[:end].decode() + mark
-    return m
+    out = []
+    if msg.get("is_group"):
+        allowed = config.get("group_tools").replace(",", " ").split()
+        for g in config.AGENT_GROUP_DENIED:
+            if g not in allowed and "all" not in allowed:
+                out.append(g)
+    return out
 
 
 class Agent:
@@ -70,7 +64,7 @@ class Agent:
 
     def run(self, stop):
         """Take messages from ``bus.inbound`` until ``stop()`` is true (the agent thread)."""
-        log.info(TAG, "agent loop started")
+        log.info(TAG, "started")
         while not stop():
             msg = self.bus.inbound.get(config.AGENT_POLL_MS)
             if msg is not None:
@@ -78,7 +72,7 @@ class Agent:
                 msg = None
                 seam.collect()  # between turns: the heap is whole again for the next one
         usage.save()
-        log.info(TAG, "agent loop stopped")
+        log.info(TAG, "stopped")
 
     def handle(self, msg):
         """Run one inbound message to the end; never raises. Returns the reply text sent."""
@@ -89,15 +83,15 @@ class Agent:
         try:
             reply = self._turn(msg, channel, chat)
         except llm.LLMError as e:
-            log.warn(TAG, "chat %s: %s", chat, e.user_message)
-            reply = "Sorry, I could not answer: %s." % e.user_message
+            log.warn(TAG, "%s: %s", chat, e.user_message)
+            reply = llm.pick(_MSG, "llm") % e.user_message
         except MemoryError:
             seam.collect()
-            log.error(TAG, "chat %s: out of memory", chat)
-            reply = "Sorry, I ran out of memory on that one. Try a shorter request, or /new to start afresh."
+            log.error(TAG, "%s: no mem", chat)
+            reply = llm.pick(_MSG, "mem")
         except Exception as e:  # noqa: BLE001 - a turn must never kill the agent thread
-            log.exc(TAG, "chat %s: turn failed" % chat, e)
-            reply = "Sorry, something went wrong on the device (%s). Try again." % type(e).__name__
+            log.exc(TAG, chat, e)
+            reply = llm.pick(_MSG, "bug") % type(e).__name__
         if reply:
             self.bus.send(channel, chat, reply, "text")
         self.bus.send(channel, chat, "", "idle")
@@ -109,115 +103,87 @@ class Agent:
         text = msg.get("text") or ""
         key = msg.get("session") or sessions.key_for(channel, chat)
         if not text.strip():
-            return "I can only read text messages."
-        fast = _fast_path(msg)
-        if fast is not None:
+            return llm.pick(_MSG, "text")
+        try:  # the hardware parts (mimi.hw), when installed
+            from mimi.hw import fastpath, retrieval
+        except ImportError:
+            fastpath = retrieval = None
+        out = fastpath and fastpath.try_handle(msg)
+        if out is not None:
             sessions.append(key, {"role": "user", "content": text})
-            sessions.append(key, {"role": "assistant", "content": fast})
-            return fast
-        history = sessions.load(key)
-        question = {"role": "user", "content": text, "ts": seam.time_s()}
-        sessions.append(key, question)
-        messages = history
-        messages.append(question)
-        history = None
-        self.context.build(msg, _hw_notes(text))
+            sessions.append(key, {"role": "assistant", "content": out})
+            return out
+        messages = sessions.load(key)
+        _add(key, messages, {"role": "user", "content": text})
+        # hardware notes: a function of the room left in the context, which calls it
+        self.context.build(msg, retrieval and (
+            lambda room: retrieval.for_message(text, min(room, config.AGENT_HW_NOTES_BYTES))))
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
-        names = [t.name for t in offered]
         tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus}
         provider = self.provider()
         t0 = seam.ticks_ms()
         noted = False
-        tools_run = []
+        ran = []  # the distinct tools run, for the note and the round limit message
+        steps = 0
+        cap = config.SESSION_TOOL_RESULT_MAX_BYTES
         for rnd in range(config.AGENT_MAX_ROUNDS):
             messages, fixes = sessions.repair(messages)
             if fixes:
-                log.warn(TAG, "history for %s needed %d repair(s)", key, fixes)
+                log.warn(TAG, "%s: fix %d", key, fixes)
             reply = provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
             usage.add(reply["usage"])
-            calls = reply["tool_calls"]
+            calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
+            reply = None
             if calls:
-                am = {"role": "assistant", "content": reply["text"], "tool_calls": calls, "ts": seam.time_s()}
-                messages.append(am)
-                sessions.append(key, am)
-                for i in range(len(messages) - 1):  # the model has seen older results in full
-                    if messages[i].get("role") == "tool":
-                        messages[i] = _shrink(messages[i])
+                for m in messages:  # the model has seen these results in full: cut them as on flash
+                    b = seam.as_bytes(m.get("content") or "") if m.get("role") == "tool" else ""
+                    if len(b) > cap:
+                        mark = "\n[result cut to %d bytes]" % cap
+                        m["content"] = str(b[:fs.utf8_end(b, cap - len(mark))], "utf-8") + mark
+                _add(key, messages, {"role": "assistant", "content": out, "tool_calls": calls})
                 for c in calls:
-                    out, err = self._run_tool(c, names, tctx)
-                    tools_run.append(c.get("name", "?"))
-                    rm = {"role": "tool", "tool_call_id": c["id"], "name": c.get("name", ""), "content": out,
-                          "is_error": err, "ts": seam.time_s()}
-                    messages.append(rm)
-                    sessions.append(key, rm)
+                    name = c.get("name", "")
+                    steps += 1
+                    if name not in ran:
+                        ran.append(name)
+                    err = c.get("error")  # arguments that were not a JSON object
+                    for t in offered:
+                        if t.name == name:
+                            break
+                    else:
+                        err = llm.pick(_MSG, "offer") % name
+                    if err:
+                        res = (llm.pick(_MSG, "retry") % err, True)
+                    else:
+                        log.info(TAG, "tool %s", name)
+                        res = registry.execute(name, c.get("input") or {}, tctx)
+                    _add(key, messages, {"role": "tool", "tool_call_id": c["id"], "name": name, "content": res[0],
+                                         "is_error": res[1]})
                 if not noted and (rnd + 1 >= config.AGENT_NOTE_AFTER_ROUNDS or
                                   seam.ticks_diff(seam.ticks_ms(), t0) >= config.AGENT_NOTE_AFTER_MS):
                     noted = True
-                    self.bus.send(channel, chat, _note(tools_run), "note")
-                continue
-            stop = reply["stop"]
-            out = reply["text"]
-            if stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
+                    self.bus.send(channel, chat, llm.pick(_MSG, "note") % (steps, ", ".join(ran[:6])), "note")
+            elif stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
                 if out:
-                    am = {"role": "assistant", "content": out, "ts": seam.time_s()}
-                    messages.append(am)
-                    sessions.append(key, am)
-                continue
-            out = _final_text(out, stop)
-            sessions.append(key, {"role": "assistant", "content": out, "ts": seam.time_s()})
-            return out
-        out = ("I stopped after %d rounds of tool calls without finishing (%s). Say \"continue\" to let me go on, "
-               "or narrow the request." % (config.AGENT_MAX_ROUNDS, _tool_list(tools_run)))
-        sessions.append(key, {"role": "assistant", "content": out, "ts": seam.time_s()})
+                    _add(key, messages, {"role": "assistant", "content": out})
+            else:
+                note = llm.pick(_MSG, stop)  # max_tokens, refusal: the user is told; else None
+                if note:
+                    out = "%s\n\n%s" % (out, note) if out else note
+                out = out or "(no reply)"
+                break
+        else:
+            out = llm.pick(_MSG, "rounds") % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6]))
+        messages = None  # not needed any more: room for the copies a long reply costs when saved
+        if len(out) > 8192:
+            seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first
+        sessions.append(key, {"role": "assistant", "content": out})
         return out
 
-    def _run_tool(self, call, offered_names, tctx):
-        """Run one tool call; ``(result text, is_error)``. Never raises."""
-        name = call.get("name", "")
-        if call.get("error"):
-            return ("Error: %s. Call %s again with a valid JSON object as arguments." % (call["error"], name), True)
-        if name not in offered_names:
-            return ("Error: tool '%s' is not available in this chat." % name, True)
-        log.info(TAG, "tool %s", name)
-        return registry.execute(name, call.get("input") or {}, tctx)
 
-
-def _final_text(text, stop):
-    if stop == "max_tokens":
-        return (text + "\n\n" if text else "") + "[My reply was cut off: it reached the length limit. " \
-            "Ask me to continue, or for a shorter answer.]"
-    if stop == "refusal":
-        return (text + "\n\n" if text else "") + "[The model declined to answer this.]"
-    return text or "(no reply)"
-
-
-def _tool_list(names):
-    seen = []
-    for n in names:
-        if n not in seen:
-            seen.append(n)
-    return ", ".join(seen[:6]) or "no tools"
-
-
-def _note(names):
-    return "Still working on it (%d steps so far: %s)..." % (len(names), _tool_list(names))
-
-
-def _fast_path(msg):
-    """The hardware fast path (``mimi.hw.fastpath``), when that part is installed."""
-    try:
-        from mimi.hw import fastpath
-    except ImportError:
-        return None
-    return fastpath.try_handle(msg)
-
-
-def _hw_notes(text):
-    """Hardware notes for this message (``mimi.hw.retrieval``), when that part is
-    installed: a function of the room left in the context, which calls it."""
-    try:
-        from mimi.hw import retrieval
-    except ImportError:
-        return None
-    return lambda room: retrieval.for_message(text, min(room, config.AGENT_HW_NOTES_BYTES))
+def _add(key, messages, m):
+    """Stamp ``m``, append it to the working list and save it to the session."""
+    m["ts"] = seam.time_s()
+    messages.append(m)
+    sessions.append(key, m)

@@ -3,8 +3,8 @@
 ``current()`` is the provider the settings name (built once, rebuilt after ``switch``):
 ``provider.chat(system, messages, tools, max_tokens) -> {"text", "tool_calls", "stop",
 "usage"}`` (docs/internals.md "LLM"); failures raise ``LLMError`` with a short message
-for the user. Presets (``PRESETS``) give the protocol, base URL and a starting model;
-``switch(provider, model, base_url)`` changes them and persists the choice in the
+for the user. Presets (``PRESETS``, the names) give the protocol, base URL and a starting
+model; ``switch(provider, model, base_url)`` changes them and persists the choice in the
 settings store (``mimi.config``), so it survives a reboot. Each preset can keep its own
 API key (setting ``key_<preset>``), falling back to ``api_key``; switching back and forth
 then needs no key re-entry.
@@ -14,7 +14,9 @@ OpenAI-compatible ones include it (``{base}/chat/completions``). Ollama and LM S
 on a computer, not on the board: set ``base_url`` to ``http://<computer's IP>:11434/v1``
 (or ``:1234/v1``).
 """
-from mimi import config, log
+from micropython import const
+
+from mimi import config, log, seam
 
 TAG = "llm"
 
@@ -31,19 +33,28 @@ class LLMError(Exception):
         self.status = status
         self.retryable = retryable
 
-# name -> (protocol, base URL, starting model, needs a key)
-PRESETS = {
-    "anthropic": ("anthropic", "https://api.anthropic.com", "claude-sonnet-4-5", True),
-    "openai": ("openai", "https://api.openai.com/v1", "gpt-4.1-mini", True),
-    "openrouter": ("openai", "https://openrouter.ai/api/v1", "anthropic/claude-sonnet-4.5", True),
-    "deepseek": ("openai", "https://api.deepseek.com", "deepseek-v4-flash", True),
-    "ollama": ("openai", "http://localhost:11434/v1", "qwen3:8b", False),
-    "lmstudio": ("openai", "http://localhost:1234/v1", "local-model", False),
-    "custom": ("openai", "", "", False),
-}
 
+# The presets: the first speaks Anthropic Messages, the others OpenAI Chat Completions;
+# the first four need an API key (local servers do not).
+PRESETS = ("anthropic", "openai", "openrouter", "deepseek", "ollama", "lmstudio", "custom")
+# base URL and starting model of each, in that order
+_PRESET = const("https://api.anthropic.com claude-sonnet-4-5|https://api.openai.com/v1 gpt-4.1-mini"
+                "|https://openrouter.ai/api/v1 anthropic/claude-sonnet-4.5|https://api.deepseek.com deepseek-v4-flash"
+                "|http://localhost:11434/v1 qwen3:8b|http://localhost:1234/v1 local-model| ")
+
+_UNKNOWN = const("unknown provider '%s' (one of: %s)")
 _current = None
 _buf = None
+
+
+def pick(table, key):
+    """The text after ``key`` in a table ``"|key text|key text|"``, or None.
+
+    Messages live in one such string per module: each distinct string literal longer than
+    10 characters is its own heap object on MicroPython (about 70 B each on the unix port),
+    one table is one."""
+    i = table.find("|%s " % key)
+    return table[i + len("%s" % key) + 2:table.find("|", i + 1)] if i >= 0 else None
 
 
 def init(size=None):
@@ -61,29 +72,22 @@ def init(size=None):
     return _buf
 
 
-def _key(name):
-    return config.get("key_" + name) or config.get("api_key")
-
-
 def current():
-    """The provider for the current settings (``anthropic.Provider`` or ``openai.Provider``)."""
+    """The provider for the current settings (a ``common.Provider``)."""
     global _current
     if _current is None:
         name = config.get("provider")
         if name not in PRESETS:
-            log.warn(TAG, "unknown provider %s in settings; using anthropic", name)
+            log.warn(TAG, "%s unknown", name)
             name = "anthropic"
-        proto, base, model, needs_key = PRESETS[name]
-        base = config.get("base_url") or base
-        model = config.get("model") or model
-        if proto == "anthropic":
-            from mimi.llm import anthropic
+        i = PRESETS.index(name)
+        base, model = _PRESET.split("|")[i].split(" ")
+        from mimi.llm import common
 
-            _current = anthropic.Provider(name, base, _key(name), model)
-        else:
-            from mimi.llm import openai
-
-            _current = openai.Provider(name, base, _key(name), model, needs_key)
+        _current = common.Provider("openai" if i else "anthropic", name, config.get("base_url") or base,
+                                   config.get("key_" + name) or config.get("api_key"),
+                                   config.get("model") or model, i < 4)
+        seam.collect()  # the first call compiles the HTTP client: free the compiler's garbage at once
     return _current
 
 
@@ -107,28 +111,24 @@ def switch(provider=None, model=None, base_url=None):
     if provider is not None:
         provider = provider.strip().lower()
         if provider not in PRESETS:
-            raise ValueError("unknown provider '%s' (one of: %s)" % (provider, ", ".join(sorted(PRESETS))))
+            raise ValueError(_UNKNOWN % (provider, ", ".join(PRESETS)))
         if provider != name:
-            model = "" if model is None else model
-            base_url = "" if base_url is None else base_url
+            model = model or ""
+            base_url = base_url or ""
         name = provider
     if model is not None:
         model = model.strip()
         if len(model) > 100 or " " in model or "\n" in model:
-            raise ValueError("that does not look like a model name")
+            raise ValueError("that is not a model name")
     if base_url is not None:
         base_url = base_url.strip().rstrip("/")
         if base_url:
             http.parse_url(base_url)  # ValueError names the problem
-    eff_base = base_url if base_url is not None else config.get("base_url")
-    if name == "custom" and not eff_base:
-        raise ValueError("the custom provider needs a base URL (e.g. http://192.168.1.10:8080/v1)")
-    if provider is not None:
-        config.set("provider", name)
-    if model is not None:
-        config.set("model", model)
-    if base_url is not None:
-        config.set("base_url", base_url)
+    if name == "custom" and not (config.get("base_url") if base_url is None else base_url):
+        raise ValueError("the custom provider needs a base URL")
+    for k, v in (("provider", provider), ("model", model), ("base_url", base_url)):
+        if v is not None:
+            config.set(k, v)
     reset()
     p = current()
     log.info(TAG, "now %s", describe(p))
@@ -139,7 +139,7 @@ def set_key(key, provider=None):
     """Store the API key for ``provider`` (default: the current one). Never logged."""
     name = provider or config.get("provider")
     if name not in PRESETS:
-        raise ValueError("unknown provider '%s'" % name)
+        raise ValueError(_UNKNOWN % (name, ", ".join(PRESETS)))
     config.set("key_" + name, key.strip())
     reset()
 
@@ -147,4 +147,4 @@ def set_key(key, provider=None):
 def describe(p=None):
     """One line for /status: ``anthropic, claude-sonnet-4-5 at https://api.anthropic.com``."""
     p = p or current()
-    return "%s, %s at %s" % (p.name, p.model or "(no model set)", p.base_url or "(no base URL)")
+    return "%s, %s at %s" % (p.name, p.model or "(none)", p.base_url or "(none)")

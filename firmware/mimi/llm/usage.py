@@ -2,6 +2,7 @@
 
 Counted in RAM on every LLM reply and written to ``/data/state/usage.json`` at most every
 ``USAGE_SAVE_S`` (flash wear: not on every call) and when the app stops (``save()``).
+``today()`` and ``summary()`` read them.
 The local date names the day (``mimi.clock``). ``USAGE_DAYS`` days are kept.
 """
 import json
@@ -15,34 +16,32 @@ _saved_ms = None
 _dirty = False
 
 
-def _load():
+def _today():
+    """Today's row ``[input, output, calls]``, loading the file on first use; a new day's row
+    pushes out days past ``USAGE_DAYS``."""
     global _days
     if _days is None:
         _days = {}
         try:
-            data, _, _ = fs.read(config.USAGE_PATH, 4096)
-            d = json.loads(data)
-            if isinstance(d, dict):
-                for k in d:
-                    v = d[k]
-                    if isinstance(v, list) and len(v) == 3:
-                        _days[k] = [int(x) for x in v]
-        except (OSError, ValueError):
+            d = json.loads(fs.read(config.USAGE_PATH, 4096)[0])
+            for k in d:
+                if len(d[k]) == 3:
+                    _days[k] = list(map(int, d[k]))
+        except (OSError, ValueError, TypeError):  # missing or damaged: start afresh
             pass
-    return _days
+    day = clock.date_str()
+    row = _days.get(day)
+    if row is None:
+        row = _days[day] = [0, 0, 0]
+        for k in sorted(_days)[:-config.USAGE_DAYS]:
+            del _days[k]
+    return row
 
 
 def add(tokens, calls=1):
     """Count one reply's ``(input_tokens, output_tokens)`` for today; saves when due."""
     global _dirty
-    days = _load()
-    day = clock.date_str()
-    row = days.get(day)
-    if row is None:
-        row = days[day] = [0, 0, 0]
-        if len(days) > config.USAGE_DAYS:
-            for k in sorted(days)[:len(days) - config.USAGE_DAYS]:
-                del days[k]
+    row = _today()
     row[0] += int(tokens[0] or 0)
     row[1] += int(tokens[1] or 0)
     row[2] += calls
@@ -57,40 +56,30 @@ def save(force=True):
     if not _dirty:
         return
     now = seam.ticks_ms()
-    if not force and _saved_ms is not None and seam.ticks_diff(now, _saved_ms) < config.USAGE_SAVE_S * 1000:
-        return
-    if _saved_ms is None and not force:
-        _saved_ms = now  # first count since boot: start the clock, write later
+    if not force and (_saved_ms is None or seam.ticks_diff(now, _saved_ms) < config.USAGE_SAVE_S * 1000):
+        if _saved_ms is None:
+            _saved_ms = now  # first count since boot: start the clock, write later
         return
     try:
-        fs.write(config.USAGE_PATH, json.dumps(_load()))
+        fs.write(config.USAGE_PATH, json.dumps(_days))
         _dirty = False
         _saved_ms = now
     except OSError as e:
-        log.exc(TAG, "saving token counts failed", e)
+        log.exc(TAG, "save", e)
 
 
 def today():
     """``(input_tokens, output_tokens, calls)`` for today."""
-    row = _load().get(clock.date_str())
-    return tuple(row) if row else (0, 0, 0)
-
-
-def days():
-    """``[(date, input, output, calls)]``, newest first."""
-    d = _load()
-    return [(k, d[k][0], d[k][1], d[k][2]) for k in sorted(d, reverse=True)]
+    return tuple(_today())
 
 
 def summary():
     """One line for ``/status``: ``tokens today: 1234 in, 56 out (3 calls)``."""
-    i, o, n = today()
-    return "tokens today: %d in, %d out (%d calls)" % (i, o, n)
+    return "tokens today: %d in, %d out (%d calls)" % today()
 
 
 def forget():
     """Drop what is in RAM (tests; the file stays)."""
     global _days, _saved_ms, _dirty
-    _days = None
-    _saved_ms = None
+    _days = _saved_ms = None
     _dirty = False

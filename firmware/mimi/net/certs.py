@@ -21,19 +21,22 @@ _LINE_MAX = const(256)  # PEM lines are 64 characters; longer ones are not PEM
 _CERT_B64_MAX = const(8192)  # base64 of one certificate (a 4096-bit root is about 1.9 KB)
 
 _ctxs = {}  # thread id -> context
+reset = _ctxs.clear  # forget the built contexts (after a certificate file was added or removed)
 
 
-def files(folder=None):
+def files(folder=config.CERTS_DIR):
     """Device paths of the PEM files to trust: ``ca.pem`` first, then the others sorted."""
-    folder = folder or config.CERTS_DIR
+    out = []
     try:
-        names = sorted(e[0] for e in fs.listdir(folder) if not e[1] and e[0].endswith(".pem"))
+        for name, is_dir, _ in fs.listdir(folder):
+            if not is_dir and name.endswith(".pem"):
+                out.append((name != "ca.pem", folder + "/" + name))
     except OSError:
-        return []
-    if "ca.pem" in names:
-        names.remove("ca.pem")
-        names.insert(0, "ca.pem")
-    return [folder + "/" + n for n in names]
+        pass
+    out.sort()
+    for i in range(len(out)):
+        out[i] = out[i][1]
+    return out
 
 
 def ders(paths):
@@ -46,36 +49,35 @@ def ders(paths):
         try:
             f, _ = fs.open_read(path)
         except OSError as e:
-            log.warn(TAG, "cannot open %s: %s", path, e)
+            log.warn(TAG, "%s: %s", path, e)
             continue
         try:
             parts = None
-            size = 0
             while True:
                 line = f.readline(_LINE_MAX)
                 if not line:
                     break
                 line = line.strip()
-                if line.startswith(b"-----BEGIN CERTIFICATE"):
+                if line.startswith(b"-----BEGIN"):  # CERTIFICATE (anything else fails to load, counted)
                     parts, size = [], 0
-                elif line.startswith(b"-----END CERTIFICATE"):
-                    if parts:
-                        try:
-                            der = binascii.a2b_base64(b"".join(parts))
-                        except ValueError:
-                            der = None
-                        parts = None
-                        if der:
-                            yield der
-                        else:
-                            log.warn(TAG, "bad certificate in %s skipped", path)
-                elif parts is not None and line:
-                    size += len(line)
-                    if size > _CERT_B64_MAX:
-                        log.warn(TAG, "oversized certificate in %s skipped", path)
-                        parts = None
+                elif parts is None or not line:
+                    pass
+                elif line.startswith(b"-----END "):
+                    try:
+                        der = binascii.a2b_base64(b"".join(parts))
+                    except ValueError:
+                        der = None
+                    parts = None
+                    if der:
+                        yield der
                     else:
-                        parts.append(line)
+                        log.warn(TAG, "%s: bad", path)
+                else:
+                    size += len(line)
+                    parts.append(line)
+                    if size > _CERT_B64_MAX:
+                        log.warn(TAG, "%s: bad", path)
+                        parts = None
         finally:
             f.close()
 
@@ -90,15 +92,8 @@ def context():
     ctx = _ctxs.get(tid)
     if ctx is None:
         ctx, n, bad = seam.tls_context(ders(files()))
-        if bad:
-            log.warn(TAG, "%d certificates in %s could not be parsed, skipped", bad, config.CERTS_DIR)
         if not n:
-            raise seam.TLSError("no CA certificates in %s (copy spiffs_seed/certs there)" % config.CERTS_DIR)
-        log.info(TAG, "%d CA certificates loaded", n)
+            raise seam.TLSError("no CA certificates in %s" % config.CERTS_DIR)
+        log.info(TAG, "CA %d/%d", n, n + bad)
         _ctxs[tid] = ctx
     return ctx
-
-
-def reset():
-    """Forget the built contexts (after a certificate file was added or removed)."""
-    _ctxs.clear()

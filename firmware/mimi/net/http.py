@@ -24,254 +24,157 @@ from micropython import const
 
 from mimi import config, seam
 
-TAG = "http"
 _HEADERS_MAX = const(100)  # header lines per response before we call it malformed
-_KEEP = ("content-length", "transfer-encoding", "content-type", "retry-after",
-         "retry-after-ms", "x-should-retry", "location")
-
-
-class Response:
-    """``status`` (int), ``headers`` (dict, lower-case names, only the kept ones),
-    ``body`` (memoryview into the caller's buffer), ``truncated`` (True when the body did
-    not fit; the rest was not read)."""
-
-    def __init__(self, status, headers, body, truncated):
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.truncated = truncated
-
-    def json(self):
-        """Parse the body as JSON (in place on MicroPython). ``ValueError`` if it is not."""
-        return seam.loads_view(self.body)
-
-    def text(self):
-        """The body as str (bytes cut inside a UTF-8 character at the cap are dropped)."""
-        b = bytes(self.body)
-        try:
-            return b.decode()
-        except UnicodeError:
-            end = len(b)
-            while end > 0 and (b[end - 1] & 0xC0) == 0x80:
-                end -= 1
-            return b[:max(0, end - 1)].decode()
+_KEEP = const(" content-length transfer-encoding content-type retry-after retry-after-ms x-should-retry location ")
+_BAD_URL = const("the URL is not http[s]://host[:port][/path]")
 
 
 def parse_url(url):
     """Split ``http[s]://host[:port]/path?q`` into ``(tls, host, port, path)``; ``ValueError`` if bad."""
-    if url.startswith("https://"):
-        tls, rest, port = True, url[8:], 443
-    elif url.startswith("http://"):
-        tls, rest, port = False, url[7:], 80
-    else:
-        raise ValueError("URL must start with http:// or https://")
+    tls = url.startswith("https://")
+    if not tls and not url.startswith("http://"):
+        raise ValueError(_BAD_URL)
+    rest = url[8 if tls else 7:]
     i = rest.find("/")
-    hostport, path = (rest, "/") if i < 0 else (rest[:i], rest[i:])
-    if hostport.startswith("["):  # IPv6 literal
-        j = hostport.find("]")
-        host, tail = hostport[1:j], hostport[j + 1:]
-        if tail.startswith(":"):
-            port = _port(tail[1:])
-    elif ":" in hostport:
-        host, p = hostport.rsplit(":", 1)
-        port = _port(p)
-    else:
-        host = hostport
+    host, path = (rest, "/") if i < 0 else (rest[:i], rest[i:])
+    port = 443 if tls else 80
+    i = host.rfind(":")
+    if i > host.rfind("]"):  # a port (after an IPv6 literal's bracket, if any)
+        p = host[i + 1:]
+        port = int(p) if p.isdigit() else 0
+        if not 0 < port < 65536:
+            raise ValueError(_BAD_URL)
+        host = host[:i]
+    if host.startswith("["):
+        host = host[1:-1]
     if not host or "@" in host:
-        raise ValueError("URL has no usable host")
+        raise ValueError(_BAD_URL)
     return tls, host, port, path
 
 
-def _port(p):
-    try:
-        n = int(p)
-    except ValueError:
-        n = 0
-    if not 0 < n < 65536:
-        raise ValueError("URL has a bad port")
-    return n
+def request(*args, **kw):
+    """Send a request and read its response: ``start(...).finish()``, the same arguments.
 
-
-class _Count:
-    """The counting pass of a body writer."""
-
-    def __init__(self):
-        self.n = 0
-
-    def write(self, x):
-        self.n += len(seam.as_bytes(x))
-
-
-class _Out:
-    """Buffered writes to the connection (one TLS record per ~buffer, not per piece)."""
-
-    def __init__(self, conn, size):
-        self.conn = conn
-        self.buf = bytearray(size)
-        self.n = 0
-        self.sent = 0
-
-    def write(self, x):
-        b = seam.as_bytes(x)
-        k = len(b)
-        self.sent += k
-        if self.n + k > len(self.buf):
-            self.flush()
-            if k >= len(self.buf):
-                self.conn.write(b)
-                return
-        self.buf[self.n:self.n + k] = b
-        self.n += k
-
-    def flush(self):
-        if self.n:
-            self.conn.write(memoryview(self.buf)[:self.n])
-            self.n = 0
-
-
-def _check_header(s):
-    if "\r" in s or "\n" in s:
-        raise ValueError("header contains a line break")
-    return s
-
-
-def start(method, url, headers=None, body=None, timeout_ms=None, buf=None, cap=None,
-          want=(), connect_timeout_ms=None, deadline_ms=None):
-    """Connect, send the request, and return a ``Pending`` for its response.
-
-    ``headers``: dict of extra request headers. ``body``: None, bytes-like, str, or a
-    writer ``fn(write)`` that calls ``write(bytes or str)`` for each piece, the same way
-    both times it is called. ``timeout_ms``: for each read and write (default
-    ``HTTP_TIMEOUT_MS``); ``connect_timeout_ms`` for the TCP connect and the TLS
-    handshake; ``deadline_ms``: the whole exchange, from now. ``buf``/``cap``/``want``:
-    see ``Pending.finish``. Raises as the module says; the socket is closed on failure.
-    """
-    tls, host, port, path = parse_url(url)
-    timeout_ms = timeout_ms or config.HTTP_TIMEOUT_MS
-    connect_timeout_ms = connect_timeout_ms or config.HTTP_CONNECT_TIMEOUT_MS
-    deadline_ms = deadline_ms or config.HTTP_DEADLINE_MS
-    t0 = seam.ticks_ms()
-    ctx = None
-    if tls:
-        if not seam.clock_synced():
-            raise seam.TLSError("cannot check %s's certificate: the clock is not set yet (no NTP time); "
-                                "HTTPS works once the time is synced" % host)
-        from mimi.net import certs
-
-        ctx = certs.context()
-    conn = seam.Conn(host, port, connect_timeout_ms)
-    try:
-        if tls:
-            try:
-                conn.start_tls(host, ctx)
-            except seam.TLSError as e:
-                raise seam.TLSError("%s's certificate was refused: %s" % (host, e))
-        conn.set_timeout(timeout_ms)
-        out = _Out(conn, config.HTTP_WRITE_BUF_BYTES)
-        _send(out, method, host, port, tls, path, headers, body)
-    except BaseException:
-        conn.close()
-        raise
-    return Pending(conn, method, timeout_ms, t0, deadline_ms, buf, cap, want)
-
-
-def _send(out, method, host, port, tls, path, headers, body):
-    w = out.write
-    w(method)
-    w(" ")
-    w(_check_header(path))
-    w(" HTTP/1.1\r\nHost: ")
-    w(host if ":" not in host else "[" + host + "]")
-    if port != (443 if tls else 80):
-        w(":%d" % port)
-    w("\r\nConnection: close\r\n")
-    has_agent = False
-    if headers:
-        for k in headers:
-            w(_check_header(k))
-            w(": ")
-            w(_check_header(str(headers[k])))
-            w("\r\n")
-            has_agent = has_agent or k.lower() == "user-agent"
-    if not has_agent:
-        w("User-Agent: mimi\r\n")
-    count = None
-    if callable(body):
-        c = _Count()
-        body(c.write)
-        count = c.n
-    elif body is not None:
-        body = seam.as_bytes(body)
-        count = len(body)
-    if count is not None:
-        w("Content-Length: %d\r\n" % count)
-    w("\r\n")
-    head = out.sent
-    if callable(body):
-        body(w)
-        if out.sent - head != count:
-            raise ValueError("body writer wrote %d bytes after counting %d" % (out.sent - head, count))
-    elif body is not None:
-        w(body)
-    out.flush()
-
-
-def request(method, url, headers=None, body=None, timeout_ms=None, buf=None, cap=None,
-            want=(), connect_timeout_ms=None, deadline_ms=None):
-    """Send a request and read its response: ``start(...)`` then ``finish()``.
-
-    Returns a ``Response``. Example::
+    Returns the finished ``Pending`` (``status``, ``headers``, ``body``, ``truncated``,
+    ``json()``). Example::
 
         buf = bytearray(4096)
         r = http.request("POST", url, {"Content-Type": "application/json"}, b"{}", buf=buf)
         if r.status == 200 and not r.truncated: data = r.json()
     """
-    return start(method, url, headers, body, timeout_ms, buf, cap, want,
-                 connect_timeout_ms, deadline_ms).finish()
+    return Pending(*args, **kw).finish()
 
 
 class Pending:
-    """A request that was sent and whose response has not been read yet."""
+    """A request: sent when made (``start``), its response read by ``finish()``.
 
-    def __init__(self, conn, method, timeout_ms, t0, deadline_ms, buf, cap, want):
-        self._conn = conn
-        self._head_only = method == "HEAD"
-        self._tmo = timeout_ms
-        self._t0 = t0
-        self._deadline = deadline_ms
-        self._buf = buf
-        self._cap = cap
-        self._want = want
-        self._rb = bytearray(config.HTTP_LINE_BYTES)  # status line, headers, chunk sizes
-        self._rs = 0
-        self._re = 0
-        self._eof = False
-        self._err = None
+    ``Pending(method, url, headers=None, body=None, timeout_ms=None, buf=None, cap=None,
+    want=(), connect_timeout_ms=None, deadline_ms=None)`` connects and sends.
+    ``headers``: dict of extra request headers. ``body``: None, bytes-like, str, or a
+    writer ``fn(write)`` that calls ``write(bytes or str)`` for each piece, the same way
+    both times it is called. ``timeout_ms``: for each read and write (default
+    ``HTTP_TIMEOUT_MS``); ``connect_timeout_ms`` for the TCP connect and the TLS
+    handshake; ``deadline_ms``: the whole exchange, from now. ``buf``/``cap``/``want``:
+    see ``finish``. Raises as the module says; the socket is closed on failure. No
+    ``HEAD`` (its response would be read as having a body).
+
+    After ``finish()`` it is the response: ``status`` (int), ``headers`` (dict, lower-case
+    names, only the kept ones), ``body`` (memoryview into the buffer), ``truncated``
+    (True when the body did not fit; the rest was not read), ``json()``.
+    """
+
+    def __init__(self, method, url, headers=None, body=None, timeout_ms=None, buf=None, cap=None, want=(),
+                 connect_timeout_ms=None, deadline_ms=None):
+        tls, host, port, path = parse_url(url)
+        self._tmo = timeout_ms or config.HTTP_TIMEOUT_MS
+        self._end = seam.ticks_add(seam.ticks_ms(), deadline_ms or config.HTTP_DEADLINE_MS)
+        self._opts = buf, cap, want
+        self._rb = bytearray(config.HTTP_LINE_BYTES)  # request gathering, then status/header/chunk lines
+        self._rs = self._re = self._sent = 0
+        ctx = None
+        if tls:
+            if not seam.clock_synced():
+                raise seam.TLSError("the clock is not set: cannot check %s's certificate" % host)
+            from mimi.net import certs
+
+            ctx = certs.context()
+        self._conn = conn = seam.Conn(host, port, connect_timeout_ms or config.HTTP_CONNECT_TIMEOUT_MS, ctx)
+        try:
+            if ":" in host:  # an IPv6 literal
+                host = "[%s]" % host
+            if port != (443 if tls else 80):
+                host += ":%d" % port
+            head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nUser-Agent: mimi\r\n" % (method, path, host)
+            for k in headers or ():
+                head += "%s: %s\r\n" % (k, headers[k])
+            w = self._write
+            count = None
+            if callable(body):
+                self._conn = None  # the counting pass: _write only counts
+                body(w)
+                self._conn, count, self._sent = conn, self._sent, 0
+            elif body is not None:
+                body = seam.as_bytes(body)
+                count = len(body)
+            if count is not None:
+                head += "Content-Length: %d\r\n" % count
+            n = 4 + len(headers or ()) + (count is not None)  # lines; a line break in a value would add one
+            if head.count("\n") != n or head.count("\r") != n:
+                raise ValueError("line break in a header")
+            w(head)
+            w("\r\n")
+            if callable(body):
+                n = self._sent
+                body(w)
+                if self._sent - n != count:
+                    raise ValueError("the body writer changed after counting")
+            elif body is not None:
+                w(body)
+            if self._re:
+                conn.write(memoryview(self._rb)[:self._re], self._tmo)
+            self._re = 0
+        except BaseException:
+            conn.close()
+            raise
+
+    def _write(self, x):
+        """Gather request bytes into the line buffer and send it whenever it is full: a few
+        full-sized writes, not one per piece (small ones stall behind delayed ACKs)."""
+        b = memoryview(seam.as_bytes(x))
+        k = len(b)
+        self._sent += k
+        if self._conn is None:  # counting
+            return
+        rb = self._rb
+        i = 0
+        while i < k:
+            n = min(k - i, len(rb) - self._re)
+            rb[self._re:self._re + n] = b[i:i + n]
+            self._re += n
+            i += n
+            if self._re == len(rb):
+                self._conn.write(rb, self._tmo)
+                self._re = 0
 
     def ready(self, timeout_ms=0):
         """True once the response has begun (or the connection ended or failed), so
         ``finish()`` will not wait for the server to think. Waits at most ``timeout_ms``."""
-        if self._rs < self._re or self._eof or self._err is not None:
-            return True
-        conn = self._conn
-        if conn is None or not conn.wait(timeout_ms):
+        if self._conn is None:
             return False
-        conn.set_timeout(0)
+        if self._rs < self._re:
+            return True
         try:
-            n = conn.readinto(memoryview(self._rb))
-        except OSError as e:
-            self._err = e
-            return True
-        if n is None:  # a TLS record without data (a session ticket): still waiting
+            n = self._conn.readinto(memoryview(self._rb), timeout_ms)
+        except OSError:
+            return True  # finish() meets the error
+        if n is None:
             return False
-        if n == 0:
-            self._eof = True
         self._rs, self._re = 0, n
         return True
 
     def expired(self):
         """True when the overall deadline has passed (the caller should ``close()``)."""
-        return seam.ticks_diff(seam.ticks_ms(), self._t0) >= self._deadline
+        return seam.ticks_diff(self._end, seam.ticks_ms()) <= 0
 
     def close(self):
         """Drop the request and close the socket (safe to call twice)."""
@@ -279,8 +182,12 @@ class Pending:
             self._conn.close()
             self._conn = None
 
+    def json(self):
+        """Parse the body as JSON (in place on MicroPython). ``ValueError`` if it is not."""
+        return seam.loads_view(self.body)
+
     def finish(self, buf=None, cap=None, want=None):
-        """Read the response and close the socket; return a ``Response``.
+        """Read the response and close the socket; returns this object, now the response.
 
         ``buf``: the bytearray the body goes into (reused by the caller); without one a
         buffer of ``cap`` bytes (default ``HTTP_BODY_MAX_BYTES``) is allocated, or of the
@@ -289,176 +196,115 @@ class Pending:
         the framing ones and ``retry-after``. Raises ``OSError`` on a timeout, a connection
         closed early, or a malformed response.
         """
-        if buf is not None:
-            self._buf = buf
-        if cap is not None:
-            self._cap = cap
-        if want is not None:
-            self._want = want
+        b, c, wt = self._opts
+        buf = b if buf is None else buf
+        cap = c if cap is None else cap
+        want = wt if want is None else want
         try:
-            return self._read()
+            try:
+                while True:  # 1xx interim responses (100 Continue, 103 Early Hints): the real one follows
+                    line = self._line()
+                    if not line.startswith(b"HTTP/"):
+                        raise ValueError
+                    status = int(line.split(None, 2)[1])
+                    h = {}
+                    for _ in range(_HEADERS_MAX):
+                        line = self._line()
+                        if line is None:
+                            continue  # an oversized header we do not keep
+                        if not line:
+                            break
+                        i = line.find(b":")
+                        name = line[:i].strip().lower().decode()
+                        if i > 0 and (" %s " % name in _KEEP or name in want):
+                            h[name] = line[i + 1:].strip().decode()
+                    else:
+                        raise ValueError  # too many header lines
+                    if status >= 200 or status == 101:
+                        break
+                chunked = "chunked" in h.get("transfer-encoding", "").lower()
+                cl = h.get("content-length")
+                if cl is not None:
+                    cl = int(cl)
+                if buf is None:
+                    cap = cap or config.HTTP_BODY_MAX_BYTES
+                    buf = bytearray(cl if cl is not None and cl < cap and not chunked else cap)
+                cap = len(buf) if cap is None else min(cap, len(buf))
+                mv = memoryview(buf)
+                n, cut = 0, False
+                if status in (204, 304) or status < 200:
+                    pass
+                elif chunked:
+                    while True:
+                        size = int(self._line().split(b";", 1)[0].strip(), 16)  # None: an oversized line
+                        if not size:
+                            while self._line():  # trailer fields, then the empty line
+                                pass
+                            break
+                        take = min(size, cap - n)
+                        self._read(mv[n:n + take], True)
+                        n += take
+                        if take < size:
+                            cut = True
+                            break
+                        self._line()  # the CRLF after the chunk data
+                elif cl is not None:
+                    n = min(cl, cap)
+                    self._read(mv[:n], True)
+                    cut = cl > cap
+                else:
+                    n = self._read(mv[:cap], False)
+                    cut = n == cap and self._read(memoryview(bytearray(1)), False) > 0
+            except (AttributeError, IndexError, ValueError):
+                raise OSError("malformed response")
+            self.status, self.headers, self.body, self.truncated = status, h, mv[:n], cut
+            return self
         finally:
             self.close()
-
-    # -- reading --------------------------------------------------------------------
-
-    def _timeout(self):
-        left = self._deadline - seam.ticks_diff(seam.ticks_ms(), self._t0)
-        if left <= 0:
-            raise OSError(110, "timed out: no complete response within %d s" % (self._deadline // 1000))
-        return min(self._tmo, left)
-
-    def _fill(self, at):
-        """Read more into the line buffer at offset ``at``; the count (0 at end of stream)."""
-        if self._err is not None:
-            e, self._err = self._err, None
-            raise e
-        if self._eof:
-            return 0
-        if self._conn is None:
-            raise OSError("connection closed")
-        self._conn.set_timeout(self._timeout())
-        n = self._conn.readinto(memoryview(self._rb)[at:])
-        if n == 0:
-            self._eof = True
-        return n
+            self._rb = None
 
     def _line(self):
         """The next line without its CRLF, as bytes; None when it was longer than the
         buffer (the rest of it is skipped). ``OSError`` if the stream ends first."""
         rb = self._rb
-        long_line = False
+        skip = False
         while True:
             i = rb.find(b"\n", self._rs, self._re)
             if i >= 0:
-                line = None if long_line else bytes(rb[self._rs:i]).rstrip(b"\r")
+                line = None if skip else bytes(memoryview(rb)[self._rs:i]).rstrip(b"\r")
                 self._rs = i + 1
                 return line
-            if self._rs > 0:  # move the partial line to the front
-                k = self._re - self._rs
-                rb[0:k] = rb[self._rs:self._re]
-                self._rs, self._re = 0, k
-            if self._re == len(rb):  # no line break in a full buffer: skip this line
-                long_line = True
-                self._rs = self._re = 0
-            n = self._fill(self._re)
-            if not n:
-                raise OSError("connection closed in the response head")
-            self._re += n
+            k = self._re - self._rs
+            if k == len(rb):  # no line break in a full buffer: skip this line
+                skip, k = True, 0
+            else:
+                rb[:k] = rb[self._rs:self._re]  # the partial line to the front
+            self._rs = self._re = 0
+            self._re = k + self._read(memoryview(rb)[k:], True, True)
 
-    def _readinto(self, mv):
-        """Read up to ``len(mv)`` body bytes: buffered ones first, then from the socket."""
-        k = self._re - self._rs
-        if k:
-            k = min(k, len(mv))
-            mv[:k] = memoryview(self._rb)[self._rs:self._rs + k]
-            self._rs += k
-            return k
-        if self._err is not None or self._eof or self._conn is None:
-            return self._fill(0)
-        self._conn.set_timeout(self._timeout())
-        n = self._conn.readinto(mv)
-        if n == 0:
-            self._eof = True
-        return n
-
-    def _read_exact(self, mv):
+    def _read(self, mv, exact, once=False):
+        """Read into ``mv`` what is buffered, then from the socket; the count. ``exact``: all
+        of ``mv`` (else up to the end of the stream), or ``OSError``; ``once``: one read."""
         got = 0
         while got < len(mv):
-            n = self._readinto(mv[got:])
-            if not n:
-                raise OSError("connection closed in the response body")
-            got += n
-
-    def _skip(self, count):
-        """Read and drop ``count`` body bytes (a chunk's CRLF)."""
-        tmp = bytearray(count)
-        self._read_exact(memoryview(tmp))
-
-    def _head(self):
-        while True:
-            line = self._line()
-            if not line or not line.startswith(b"HTTP/"):
-                raise OSError("malformed response: no status line")
-            parts = line.split(None, 2)
-            try:
-                status = int(parts[1])
-            except (IndexError, ValueError):
-                raise OSError("malformed response: bad status line")
-            headers = {}
-            for _ in range(_HEADERS_MAX):
-                line = self._line()
-                if line is None:
-                    continue  # an oversized header we do not keep
-                if not line:
-                    break
-                i = line.find(b":")
-                if i <= 0:
-                    continue
-                name = line[:i].strip().lower().decode()
-                if name in _KEEP or name in self._want:
-                    headers[name] = line[i + 1:].strip().decode()
+            k = self._re - self._rs
+            if k:
+                k = min(k, len(mv) - got)
+                mv[got:got + k] = memoryview(self._rb)[self._rs:self._rs + k]
+                self._rs += k
             else:
-                raise OSError("malformed response: over %d header lines" % _HEADERS_MAX)
-            if status >= 200 or status == 101:
-                return status, headers
-            # 1xx interim response (100 Continue, 103 Early Hints): the real one follows
+                left = seam.ticks_diff(self._end, seam.ticks_ms())  # the deadline
+                k = self._conn.readinto(mv[got:], min(self._tmo, left)) if left > 0 else None
+                if k is None:
+                    raise OSError(110, "timed out")
+                if not k:
+                    if exact:
+                        raise OSError("connection closed early")
+                    break
+            got += k
+            if once:
+                break
+        return got
 
-    def _read(self):
-        status, headers = self._head()
-        te = headers.get("transfer-encoding", "").lower()
-        cl = headers.get("content-length")
-        if cl is not None:
-            try:
-                cl = int(cl)
-            except ValueError:
-                raise OSError("malformed response: bad Content-Length")
-        cap = self._cap
-        buf = self._buf
-        if buf is None:
-            cap = cap or config.HTTP_BODY_MAX_BYTES
-            buf = bytearray(cl if cl is not None and cl < cap and "chunked" not in te else cap)
-        cap = len(buf) if cap is None else min(cap, len(buf))
-        mv = memoryview(buf)
-        if self._head_only or status in (204, 304) or status < 200:
-            n, truncated = 0, False
-        elif "chunked" in te:
-            n, truncated = self._chunked(mv, cap)
-        elif cl is not None:
-            n = min(cl, cap)
-            self._read_exact(mv[:n])
-            truncated = cl > cap
-        else:
-            n, truncated = self._to_close(mv, cap)
-        return Response(status, headers, mv[:n], truncated)
 
-    def _chunked(self, mv, cap):
-        n = 0
-        while True:
-            line = self._line()
-            if line is None:
-                raise OSError("malformed response: oversized chunk header")
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise OSError("malformed response: bad chunk size")
-            if size == 0:
-                while self._line():  # trailer fields, then the empty line
-                    pass
-                return n, False
-            take = min(size, cap - n)
-            self._read_exact(mv[n:n + take])
-            n += take
-            if take < size:
-                return n, True
-            self._skip(2)  # CRLF after the chunk data
-
-    def _to_close(self, mv, cap):
-        n = 0
-        while n < cap:
-            k = self._readinto(mv[n:cap])
-            if not k:
-                return n, False
-            n += k
-        probe = bytearray(1)
-        return n, bool(self._readinto(memoryview(probe)))
+start = Pending  # start(...) -> Pending: connect and send now, read the response later

@@ -1,7 +1,7 @@
 """web_search: search the web through Brave Search or Tavily (group ``net``).
 
 Offered only when a key is set (settings ``search_key``, ``search_provider`` = "brave"
-or "tavily"). The response is read into the LLM's reply buffer (``llm.common.init()``):
+or "tavily"). The response is read into the LLM's reply buffer (``mimi.llm.init()``):
 tools run on the agent thread between LLM calls, when that buffer is free, so a search
 costs no buffer of its own.
 - Brave: ``GET https://api.search.brave.com/res/v1/web/search?q=...&count=N`` with
@@ -13,22 +13,23 @@ costs no buffer of its own.
 """
 import json
 
+from micropython import const
+
 from mimi import config
 from mimi.tools import registry
 
-_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+# errors the model reads, by key (``mimi.llm.pick``: one string, RAM)
+_MSG = const("|401 key was rejected|403 key was rejected|429 rate limit was reached|big reply was too large"
+             "|json sent invalid JSON|reach could not reach the %s search (%s)"
+             "|which search_provider must be brave or tavily|")
 
 
 def quote(text):
     """Percent-encode ``text`` (UTF-8) for a URL query value (no ``urllib`` on MicroPython)."""
     out = []
     for c in text.encode():
-        out.append(chr(c) if c in _SAFE else "%%%02X" % c)
+        out.append(chr(c) if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"-._~" else "%%%02X" % c)
     return "".join(out)
-
-
-def _available():
-    return bool(config.get("search_key"))
 
 
 def _clip(s, n):
@@ -36,71 +37,59 @@ def _clip(s, n):
     return s if len(s) <= n else s[:n - 3] + "..."
 
 
-def _request(provider, key, query, count):
-    from mimi.llm import common
-    from mimi.net import http
-
-    buf = common.init()
-    if provider == "tavily":
-        body = json.dumps({"query": query, "max_results": count})
-        return http.request("POST", config.WEB_TAVILY_URL, {"authorization": "Bearer " + key,
-                                                            "content-type": "application/json"},
-                            body, timeout_ms=config.WEB_TIMEOUT_MS, buf=buf)
-    url = "%s?q=%s&count=%d&text_decorations=false&result_filter=web" % (config.WEB_BRAVE_URL, quote(query), count)
-    return http.request("GET", url, {"accept": "application/json", "x-subscription-token": key},
-                        timeout_ms=config.WEB_TIMEOUT_MS, buf=buf)
-
-
 def web_search(args, ctx):
     """``query``, optional ``count`` (1-10, default 5) -> numbered results as text."""
+    from mimi.llm import init, pick
+    from mimi.net import http
+
     query = args["query"].strip()
     if not query:
-        raise ValueError("query is empty")
+        raise ValueError("no query")
     count = max(1, min(int(args.get("count") or 5), config.WEB_RESULTS_MAX))
     provider = config.get("search_provider").strip().lower() or "brave"
-    if provider not in ("brave", "tavily"):
-        raise ValueError("search_provider must be brave or tavily, not %s" % provider)
     key = config.get("search_key")
     try:
-        r = _request(provider, key, query, count)
+        if provider == "tavily":
+            r = http.request("POST", config.WEB_TAVILY_URL, {"authorization": "Bearer " + key,
+                                                            "content-type": "application/json"},
+                             json.dumps({"query": query, "max_results": count}), config.WEB_TIMEOUT_MS, init())
+        elif provider == "brave":
+            r = http.request("GET", "%s?q=%s&count=%d&text_decorations=false&result_filter=web" % (
+                config.WEB_BRAVE_URL, quote(query), count), {"accept": "application/json", "x-subscription-token": key},
+                None, config.WEB_TIMEOUT_MS, init())
+        else:
+            raise ValueError(pick(_MSG, "which"))
     except OSError as e:
-        raise ValueError("could not reach the %s search service (%s)" % (provider, str(e)[:60] or "network error"))
-    if r.status in (401, 403):
-        raise ValueError("the %s search key was rejected (%d)" % (provider, r.status))
-    if r.status == 429:
-        raise ValueError("the %s search rate limit was reached (429); try later" % provider)
-    if r.status != 200:
-        raise ValueError("the %s search failed (%d)" % (provider, r.status))
-    if r.truncated:
-        raise ValueError("the search reply was too large; ask for fewer results")
+        raise ValueError(pick(_MSG, "reach") % (provider, str(e)[:60] or type(e).__name__))
+    if r.status != 200 or r.truncated:
+        why = pick(_MSG, "big" if r.truncated else r.status) or "failed"
+        raise ValueError("the %s search %s (%d)" % (provider, why, r.status))
     try:
         d = r.json()
     except ValueError:
-        raise ValueError("the %s search sent a reply that is not JSON" % provider)
-    if provider == "tavily":
-        items = [(x.get("title"), x.get("url"), x.get("content")) for x in d.get("results") or ()]
-        answer = d.get("answer")
-    else:
-        items = [(x.get("title"), x.get("url"), x.get("description")) for x in (d.get("web") or {}).get("results") or ()]
-        answer = None
-    d = None
-    if not items:
-        return "No results for: %s" % query
+        raise ValueError("the %s search %s" % (provider, pick(_MSG, "json")))
+    r = None
     lines = []
-    if answer:
-        lines.append("Answer: " + _clip(answer, config.WEB_SNIPPET_MAX_CHARS * 2))
-    for i, (title, url, snippet) in enumerate(items[:count]):
-        lines.append("%d. %s\n   %s\n   %s" % (i + 1, _clip(title, 120), url or "", _clip(snippet, config.WEB_SNIPPET_MAX_CHARS)))
-    return "\n".join(lines)
+    if provider == "tavily":
+        items, snip = d.get("results"), "content"
+        if d.get("answer"):
+            lines.append("Answer: " + _clip(d["answer"], config.WEB_SNIPPET_MAX_CHARS * 2))
+    else:
+        items, snip = (d.get("web") or {}).get("results"), "description"
+    d = None
+    for i, x in enumerate((items or ())[:count]):
+        lines.append("%d. %s\n   %s\n   %s" % (i + 1, _clip(x.get("title"), 120), x.get("url") or "",
+                                                _clip(x.get(snip), config.WEB_SNIPPET_MAX_CHARS)))
+    return "\n".join(lines) if items else "No results for: %s" % query
 
 
 def register_all():
     """Register web_search (group ``net``; offered only when ``search_key`` is set)."""
     registry.register(registry.Tool(
         "web_search",
-        "Search the web for current information. Returns titles, URLs and snippets.",
+        "Search the web: titles, URLs and snippets.",
         {"type": "object", "properties": {
-            "query": {"type": "string", "description": "what to search for"},
-            "count": {"type": "integer", "description": "number of results, 1-10 (default 5)"}},
+            "query": {"type": "string"},
+            "count": {"type": "integer", "description": "1 to 10"}},
          "required": ["query"]},
-        web_search, "net", _available))
+        web_search, "net", lambda: bool(config.get("search_key"))))

@@ -1,0 +1,250 @@
+"""The two wire formats, converted at the edge: ``body`` writes a request, ``parse`` reads
+a reply (one module for both: they share most of their shape, and code costs RAM).
+
+Anthropic Messages (``protocol == "anthropic"``): ``POST {base}/v1/messages``
+(https://docs.anthropic.com/en/api/messages); body ``model``, ``max_tokens``, ``system``,
+``tools`` (``name``, ``description``, ``input_schema``), ``messages``. An assistant's
+tool calls become ``tool_use`` blocks; consecutive ``tool`` messages become one ``user``
+message of ``tool_result`` blocks (a user text right after them joins that message as a
+text block, since roles must alternate). Stop reasons
+(https://docs.anthropic.com/en/docs/build-with-claude/handling-stop-reasons):
+end_turn/stop_sequence -> end, tool_use, max_tokens/model_context_window_exceeded ->
+max_tokens, refusal, pause_turn.
+
+OpenAI Chat Completions (``"openai"``): ``POST {base}/chat/completions``, ``base``
+including ``/v1`` as in the official SDK
+(https://platform.openai.com/docs/api-reference/chat/create), for OpenAI and the
+compatible servers (OpenRouter, DeepSeek, Ollama, LM Studio, a custom base URL). The
+system prompt is the first message; tools are ``{"type": "function", "function": {name,
+description, parameters}}``; an assistant's tool calls carry ``arguments`` as a JSON
+string; results are ``role: tool`` messages with ``tool_call_id``. OpenAI itself wants
+``max_completion_tokens`` (its reasoning models refuse ``max_tokens``); compatible servers
+know only ``max_tokens``. Replies: ``content``, or ``reasoning_content`` / ``reasoning``
+when there is nothing else (reasoning models behind some servers). finish_reason: stop ->
+end, tool_calls -> tool_use, length -> max_tokens, content_filter -> refusal.
+
+Both: ``<think>...</think>`` is stripped so thinking never reaches the chat; tool-call
+arguments that are not a JSON object become a call with ``"error"``, which the agent
+answers with an error result the model reads.
+"""
+import json
+
+from micropython import const
+
+from mimi import seam
+from mimi.llm import LLMError
+
+_SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
+# stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
+# the usage fields that count as input (Anthropic's cached ones included) and as output
+_IN = const(" input_tokens cache_read_input_tokens cache_creation_input_tokens prompt_tokens ")
+_OUT = const(" output_tokens completion_tokens ")
+_STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens length=max_tokens refusal=refusal"
+              " content_filter=refusal pause_turn=pause_turn tool_use=tool_use tool_calls=tool_use"
+              " function_call=tool_use ")
+
+
+def body(w, p, system, messages, tools, max_tokens):
+    """Write the request body for provider ``p`` through ``w``, one message at a time
+    (``http`` calls this twice: count, then send)."""
+    a = p.protocol == "anthropic"
+    w('{"model":%s,"%s":%d' % (json.dumps(p.model), "max_completion_tokens" if p.name == "openai" else "max_tokens",
+                               max_tokens))
+    sep = ',"tools":['
+    for t in tools or ():
+        w(sep)
+        w(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
+                     {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                       "parameters": t.schema}}))
+        sep = ","
+    if tools:
+        w("]")
+    sep = ""
+    if system is not None and len(system):
+        w(',"system":' if a else ',"messages":[{"role":"system","content":')
+        json_text(w, system)
+        if not a:
+            w("}")
+            sep = ","
+    if not sep:
+        w(',"messages":[')
+    results = False  # Anthropic: inside a user message of tool_result blocks
+    for m in messages:
+        role = m.get("role")
+        text = m.get("content") or ""
+        calls = m.get("tool_calls") or ()
+        if role == "assistant":
+            if not text and not calls:
+                continue  # an empty turn (Anthropic refuses empty text blocks)
+            tc = [{"type": "text", "text": text}] if a and text else []
+            for c in calls:
+                i, n, inp = c.get("id", ""), c.get("name", ""), c.get("input") or {}
+                tc.append({"type": "tool_use", "id": i, "name": n, "input": inp} if a else
+                          {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(inp)}})
+            d = {"role": role, "content": tc if a else text or None}
+            if tc and not a:
+                d["tool_calls"] = tc
+        elif role == "tool":
+            if a:
+                d = {"type": "tool_result", "tool_use_id": m.get("tool_call_id", ""), "content": text or "(empty)"}
+                if m.get("is_error"):
+                    d["is_error"] = True
+                w("," if results else sep + '{"role":"user","content":[')
+                w(json.dumps(d))
+                results = True
+                sep = ","
+                continue
+            d = {"role": role, "tool_call_id": m.get("tool_call_id", ""), "content": text}
+        elif role == "user":
+            if results:  # join the results' user message
+                w(",")
+                w(json.dumps({"type": "text", "text": text or "(empty)"}))
+                w("]}")
+                results = False
+                continue
+            d = {"role": role, "content": text or "(empty)" if a else text}
+        else:
+            continue
+        w("]}," if results else sep)
+        results = False
+        w(json.dumps(d))
+        sep = ","
+    w("]}]}" if results else "]}")
+
+
+def parse(d, protocol, name, esc=True):
+    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage).
+
+    ``esc``: the raw reply held UTF-16 surrogate escapes (see ``repair_utf16``).
+    Raises ``LLMError`` (worth a retry) when the reply has no content."""
+    try:
+        n_in = n_out = 0  # tokens
+        u = d.get("usage") or {}
+        for k in u:
+            if isinstance(u[k], int):
+                if " %s " % k in _IN:
+                    n_in += u[k]
+                elif " %s " % k in _OUT:
+                    n_out += u[k]
+        alt = None
+        if protocol == "anthropic":
+            texts = []
+            calls = []
+            for b in d["content"]:
+                t = b.get("type")
+                if t == "text":
+                    texts.append(b.get("text") or "")
+                elif t == "tool_use":
+                    calls.append({"id": b.get("id") or "toolu_%d" % len(calls), "name": b.get("name") or "",
+                                  "input": b.get("input")})
+            s = d.get("stop_reason")
+        else:
+            d = d["choices"][0]
+            s = d.get("finish_reason")
+            d = d["message"]
+            calls = []
+            for c in d.get("tool_calls") or ():
+                f = c.get("function") or {}
+                calls.append({"id": c.get("id") or "call_%d" % len(calls), "name": f.get("name") or "",
+                              "input": f.get("arguments")})  # a JSON string (or the object itself)
+            texts = [d.get("content") or ""]
+            alt = d.get("reasoning_content") or d.get("reasoning")  # used when there is nothing else
+    except (AttributeError, IndexError, KeyError, TypeError):
+        raise LLMError("%s sent a reply without content" % name, 200, True)
+    for c in calls:
+        a = c["input"]
+        if not isinstance(a, dict):
+            c["input"] = {}
+            if a is not None and (not isinstance(a, str) or a.strip()):
+                try:
+                    a = json.loads(a)
+                except (ValueError, TypeError) as e:
+                    c["error"] = "arguments were not valid JSON: %s" % str(e)[:80]
+                    continue
+                if isinstance(a, dict):
+                    c["input"] = a
+                else:
+                    c["error"] = "arguments must be a JSON object"
+    text = ""
+    for t in (texts[0] if len(texts) == 1 else "".join(texts), alt):  # no copy of a long single text
+        if t:
+            text = strip_think(repair_utf16(t) if esc else t)
+        if text or calls:
+            break
+    texts = d = t = None
+    i = _STOP.find(" %s=" % s)
+    return {"text": text, "tool_calls": calls, "usage": (n_in, n_out),
+            "stop": _STOP[_STOP.find("=", i) + 1:_STOP.find(" ", i + 1)] if i >= 0 else "tool_use" if calls else "end"}
+
+
+def json_text(write, data):
+    """Write ``data`` (str, or bytes-like UTF-8 such as the context's memoryview) as one
+    JSON string, escaping ``_SLICE`` bytes at a time so no full copy is made."""
+    if isinstance(data, str):
+        write(json.dumps(data))
+        return
+    mv = memoryview(data)
+    n = len(mv)
+    write('"')
+    i = 0
+    while i < n:
+        j = min(n, i + _SLICE)
+        while j < n and (mv[j] & 0xC0) == 0x80:  # do not cut a UTF-8 character
+            j -= 1
+        b = seam.as_bytes(json.dumps(str(mv[i:j], "utf-8")))
+        write(b[1:len(b) - 1])
+        i = j
+    write('"')
+
+
+def strip_think(text):
+    """Remove ``<think>...</think>`` (reasoning some models put in the content).
+
+    An unclosed ``<think>`` drops the rest; a stray ``</think>`` drops what precedes it
+    (servers that strip the opening tag). Returns the text stripped of outer whitespace.
+    """
+    if "think>" in text:
+        out = []
+        i = 0
+        while True:
+            a = text.find("<think>", i)
+            out.append(text[i:] if a < 0 else text[i:a])
+            b = text.find("</think>", a) if a >= 0 else -1
+            if b < 0:
+                break
+            i = b + 8
+        text = "".join(out)
+        text = text[text.rfind("</think>") + 8:] if "</think>" in text else text
+    return text.strip()
+
+
+def repair_utf16(s):
+    """Join UTF-16 surrogate pairs that MicroPython's ``json.loads`` left as two lone
+    surrogates (``\\ud83d\\ude00`` escapes: 3-byte sequences ED A0-AF / ED B0-BF) into
+    one 4-byte UTF-8 character; lone ones become U+FFFD. Other text is returned as is."""
+    if not isinstance(s, str):
+        return s
+    try:
+        b = s.encode()
+    except UnicodeError:  # CPython: a lone surrogate; it cannot be sent anyway
+        return s.encode("utf-8", "replace").decode()
+    i = b.find(b"\xed")
+    if i < 0:
+        return s
+    mv = memoryview(b)
+    out = bytearray(mv[:i])
+    while i >= 0:
+        if b[i + 1] < 0xA0:  # an ordinary character U+D000-U+D7FF
+            out.extend(mv[i:i + 3])
+        elif b[i + 1] < 0xB0 and i + 5 < len(b) and b[i + 3] == 0xED and b[i + 4] >= 0xB0:  # high, then low
+            cp = 0x10000 + ((((b[i + 1] & 0xF) << 6) | (b[i + 2] & 0x3F)) << 10) + (
+                ((b[i + 4] & 0xF) << 6) | (b[i + 5] & 0x3F))
+            out.extend(bytes((0xF0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3F), 0x80 | ((cp >> 6) & 0x3F),
+                              0x80 | (cp & 0x3F))))
+            i += 3
+        else:  # a lone surrogate
+            out.extend(b"\xef\xbf\xbd")
+        j = b.find(b"\xed", i + 3)
+        out.extend(mv[i + 3:] if j < 0 else mv[i + 3:j])
+        i = j
+    return str(out, "utf-8")
