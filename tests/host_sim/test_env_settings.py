@@ -100,20 +100,30 @@ def test_stored_settings_are_what_the_firmware_reads_and_override_old_ones():
     assert seam.store_get("allowed") == "42"
 
 
+def _key_sent(provider):
+    """The key the firmware's provider would send, read from its request headers."""
+    from mimi import llm
+
+    config._cache.clear()
+    config.set("provider", provider)
+    llm.reset()
+    h = llm.current().headers
+    return h.get("x-api-key") or h.get("authorization", "").replace("Bearer ", "")
+
+
 def test_the_key_goes_to_the_provider_in_effect_over_a_key_stored_for_it():
     from mimi import llm
 
     root = _fresh()
-    config.set("provider", "openai")
     llm.set_key("sk-old-openai", "openai")  # what cli.set_api_key stores
     llm.set_key("sk-old-anthropic", "anthropic")
+    config.set("provider", "openai")
     launcher.apply_env_settings(root, {"MIMI_API_KEY": "sk-FAKE-new"})  # provider as stored
-    config._cache.clear()
-    assert llm._key("openai") == "sk-FAKE-new"
-    assert llm._key("anthropic") == "sk-old-anthropic"
+    assert _key_sent("openai") == "sk-FAKE-new"
+    assert _key_sent("anthropic") == "sk-old-anthropic"
     launcher.apply_env_settings(root, {"MIMI_PROVIDER": "anthropic", "MIMI_API_KEY": "sk-ant-FAKE-2"})
     config._cache.clear()
-    assert config.get("provider") == "anthropic" and llm._key("anthropic") == "sk-ant-FAKE-2"
+    assert config.get("provider") == "anthropic" and _key_sent("anthropic") == "sk-ant-FAKE-2"
 
 
 def test_specs_and_presets_come_from_the_firmware():
