@@ -94,16 +94,6 @@ TG_DENY_REPLY_MS = const(600000)  # one answer per stranger per 10 minutes
 TG_DENY_CHATS_MAX = const(16)
 TG_PAIR_TRIES = const(10)  # wrong pairing codes before the code is void
 TG_MEDIA_REPLY = "I can read text only: please send your message as text."
-# The command menu (setMyCommands; mimi.commands answers them): (command, description).
-TG_COMMANDS = (
-    ("start", "Say hello and show what I can do"),
-    ("help", "List the commands"),
-    ("new", "Start a fresh conversation (the old one is archived)"),
-    ("status", "Provider, model, memory, uptime, WiFi, tokens today"),
-    ("model", "Show or set the model: /model <name>"),
-    ("provider", "Show or set the LLM provider: /provider <name>"),
-    ("memory", "Show my long-term memory (MEMORY.md)"),
-)
 
 # -- cron and heartbeat (mimi/services/; issue 5) ---------------------------------------
 CRON_TICK_MS = const(5000)  # how often the job store is asked for due jobs

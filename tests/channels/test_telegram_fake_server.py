@@ -24,7 +24,7 @@ def env():
     config.set("tg_token", fake.token)
     access.allow(42)
     b = bus.Bus(8, 16)
-    tg = Telegram(b, pairing=access.Pairing())
+    tg = Telegram(b)
     saved = config.TG_TYPING_EVERY_MS
     yield fake, b, tg
     config.TG_TYPING_EVERY_MS = saved
