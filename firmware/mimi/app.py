@@ -21,12 +21,11 @@ launcher turn Ctrl-C into ``stop()``.
 """
 from mimi import bus, config, log, seam
 
-TAG = "app"
 
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
     "healthy": False, "wdt": False, "telegram": None, "cron": None, "heartbeat": None,
-    "net": None, "agent": None, "tools": False, "threads": {}, "feeder": False,
+    "net": None, "tools": False, "threads": {}, "feeder": False,
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
@@ -34,45 +33,41 @@ _restarts = {"agent": [], "io": []}
 _agent_factory = [None]  # tests: fn(bus) -> object with run(stop) and handle(msg)
 
 
-def _alloc():
-    """Allocate the long-lived objects once, large buffers first (before the heap fragments),
-    then load every module the threads run, here in the main thread: compiling a module
-    needs more stack than the threads are given, and a contiguous heap."""
-    if state["bus"] is not None:
-        return
-    seam.collect()
-    try:
-        from mimi.agent.context import Context
-        state["context"] = Context(config.AGENT_CONTEXT_BYTES)
-    except ImportError:
-        state["context"] = None
-    bufs = bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES)
-    from mimi import boot, ioloop  # noqa: F401
-    from mimi.agent import loop  # noqa: F401
-    from mimi.channels import console  # noqa: F401
-    from mimi.channels.telegram import BotApi, Telegram
-    from mimi.net import http  # noqa: F401
-    from mimi.services import cron, heartbeat  # noqa: F401
-    from mimi.storage import sessions  # noqa: F401
-
-    state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
-    state["telegram"] = Telegram(state["bus"], BotApi(*bufs))
-    seam.collect()
-
-
 def init(agent_factory=None):
-    """Allocate what the app needs and register the tools. Returns True when it can start
-    (False in safe mode). ``agent_factory(bus)``: tests put their own agent here."""
+    """Allocate what the app needs (once) and register the tools. Returns True when it
+    can start (False in safe mode: nothing is allocated then). ``agent_factory(bus)``:
+    tests put their own agent here.
+
+    Large buffers come first (before the heap fragments), then every module the threads
+    run is loaded, here in the main thread: compiling a module needs more stack than the
+    threads are given, and a contiguous heap.
+    """
     from mimi import boot
 
     if boot.state["safe"]:
-        log.warn(TAG, "safe mode (%s): the assistant is not started", boot.state["reason"])
+        log.warn("app", "safe: %s", boot.state["reason"])
         return False
     if agent_factory is not None:
         _agent_factory[0] = agent_factory
-    _alloc()
+    if state["bus"] is None:
+        seam.collect()
+        from mimi.agent.context import Context
+
+        state["context"] = Context(config.AGENT_CONTEXT_BYTES)
+        bufs = bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES)
+        from mimi import ioloop  # noqa: F401
+        from mimi.agent import loop  # noqa: F401
+        from mimi.channels import console  # noqa: F401
+        from mimi.channels.telegram import BotApi, Telegram
+        from mimi.net import http  # noqa: F401
+        from mimi.services import cron, heartbeat  # noqa: F401
+        from mimi.storage import cronjobs, sessions  # noqa: F401
+
+        state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
+        state["telegram"] = Telegram(state["bus"], BotApi(*bufs))
+        seam.collect()
     register_tools()
-    log.info(TAG, "mimi on %s, free heap %s", seam.describe(), seam.mem_free())
+    log.info("app", "heap %s", seam.mem_free())
     return True
 
 
@@ -87,7 +82,7 @@ def register_tools():
             __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
         except Exception as e:  # noqa: BLE001 - includes MemoryError: the agent works without them
             seam.collect()
-            log.exc(TAG, "tools " + name, e)
+            log.exc("app", "tools " + name, e)
 
 
 def make_agent():
@@ -102,7 +97,7 @@ def make_agent():
 def heartbeat():
     """The heartbeat service (made on first use)."""
     if state["heartbeat"] is None:
-        _alloc()
+        init()
         from mimi.services.heartbeat import Heartbeat
         state["heartbeat"] = Heartbeat(state["bus"])
     return state["heartbeat"]
@@ -116,8 +111,8 @@ def forget():
     """Drop the allocated objects so the next ``init()`` builds them afresh from the
     settings (tests; also after changing buffer sizes). Only while stopped."""
     if state["running"]:
-        raise RuntimeError("stop the app first")
-    for k in ("bus", "context", "telegram", "cron", "heartbeat", "net", "agent"):
+        raise RuntimeError("running")
+    for k in ("bus", "context", "telegram", "cron", "heartbeat", "net"):
         state[k] = None
     state["tools"] = state["stop"] = False
     state["threads"] = {}
@@ -144,7 +139,7 @@ def _may_restart(name, now):
 
 def _reset(why):
     """Reset the board after a failure (tests replace this). The boot counts as a crash."""
-    log.error(TAG, "resetting the board: %s", why)
+    log.error("app", "reset: %s", why)
     try:
         state["telegram"].save_offset(force=True)
     except Exception:  # noqa: BLE001
@@ -173,22 +168,21 @@ def _thread(name):
 
                     ioloop.run()
                 else:
-                    state["agent"] = a = make_agent()
+                    a = make_agent()
                     _beat["agent"] = seam.ticks_ms()
                     a.run(_stopping)
                 if state["stop"]:
                     break
-                log.warn(TAG, "the %s loop ended by itself", name)
+                log.warn("app", "%s ended", name)
             except KeyboardInterrupt:
-                log.info(TAG, "Ctrl-C in the %s thread: stopping the app", name)
+                log.info("app", "Ctrl-C %s", name)
                 state["stop"] = True
                 break
             except Exception as e:  # noqa: BLE001 - a failing loop is restarted, never left dead
-                log.exc(TAG, "the %s thread failed" % name, e)
+                log.exc("app", name, e)
             seam.collect()
             if not _may_restart(name, seam.ticks_ms()):
-                _reset("the %s thread failed %d times within %d min" % (
-                    name, config.APP_RESTARTS_MAX, config.APP_RESTART_WINDOW_MS // 60000))
+                _reset("%s thread failed %d times" % (name, config.APP_RESTARTS_MAX))
                 break
             t["restarts"] += 1
             t0 = seam.ticks_ms()
@@ -197,21 +191,11 @@ def _thread(name):
     finally:
         t["alive"] = False
         if state["stop"] and not _alive():
-            _stopped()
+            stop(1)  # the last thread out (also after Ctrl-C in a thread)
 
 
 def _alive():
     return any(t.get("alive") for t in state["threads"].values())
-
-
-def _stopped():
-    """Both threads ended: the app is stopped. Keeps feeding a started watchdog (it
-    cannot be stopped) from a small thread until the app starts again."""
-    with _lock:
-        state["running"] = False
-        if state["wdt"] and not state["feeder"]:
-            state["feeder"] = True
-            seam.start_thread(_idle_feeder, (), 4096)
 
 
 def _idle_feeder():
@@ -252,8 +236,8 @@ def start():
             seam.wdt_start(config.APP_WDT_TIMEOUT_MS)
             state["wdt"] = True
         except Exception as e:  # noqa: BLE001 - a port without a watchdog still runs
-            log.warn(TAG, "no watchdog: %s", e)
-    log.info(TAG, "started")
+            log.warn("app", "no wdt: %s", e)
+    log.info("app", "started")
     return True
 
 
@@ -269,9 +253,13 @@ def stop(timeout_ms=None):
     t0 = seam.ticks_ms()
     while _alive() and seam.ticks_diff(seam.ticks_ms(), t0) < (timeout_ms or config.APP_STOP_WAIT_MS):
         seam.sleep_ms(20)
-    _stopped()
+    with _lock:
+        state["running"] = False
+        if state["wdt"] and not state["feeder"]:  # the watchdog cannot be stopped: keep feeding it
+            state["feeder"] = True
+            seam.start_thread(_idle_feeder, (), 4096)
     done = not _alive()
-    log.info(TAG, "stopped" if done else "stopping: a thread is still finishing its step")
+    log.info("app", "stopped" if done else "stopping")
     return done
 
 
@@ -283,16 +271,16 @@ def watch(now):
         return
     if not t.get("alive"):
         if _may_restart("agent", now):
-            log.error(TAG, "the agent thread died: starting it again")
+            log.error("app", "agent died")
             t["restarts"] = t.get("restarts", 0) + 1
             _beat["agent"] = now
             _spawn("agent")
         else:
-            _reset("the agent thread keeps dying")
+            _reset("%s thread failed %d times" % ("agent", config.APP_RESTARTS_MAX))
         return
     if seam.ticks_diff(now, _beat["agent"]) >= config.APP_AGENT_STALL_MS:
         if not t.get("stall"):
-            log.error(TAG, "the agent thread is stuck: the watchdog will reset the board")
+            log.error("app", "agent hung")  # no food: the watchdog resets the board
             t["stall"] = True
         return
     t["stall"] = False
@@ -302,14 +290,13 @@ def watch(now):
 
         state["healthy"] = True
         boot.clear_crashes()
-        log.info(TAG, "healthy")
+        log.info("app", "healthy")
 
 
 def handle_inline(msg):
     """Run one message through the agent in the calling thread (``cli.ask`` while the app
     is stopped). Returns the console's reply text, or None."""
-    _alloc()
-    register_tools()
+    init()
     make_agent().handle(msg)
     out = []
     while True:
@@ -319,4 +306,4 @@ def handle_inline(msg):
         if m.get("channel") == "cli" and m.get("kind") in ("text", "note"):
             out.append(m.get("text", ""))
         elif m.get("channel") != "cli":
-            log.warn(TAG, "app stopped: a %s message was dropped", m.get("channel"))
+            log.warn("app", "dropped %s", m.get("channel"))

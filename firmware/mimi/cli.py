@@ -21,208 +21,6 @@ from mimi import commands, config, seam
 out = print  # where the console writes (tests collect it)
 
 
-def _spec(name):
-    """The usage line of command ``name`` (texts.md), or ''."""
-    for line in commands.text("cli").split("\n"):
-        if line.split(" ", 1)[0] == name:
-            return line
-    return ""
-
-
-def _run(name, a, spec=None):
-    """Run command ``name`` with arguments ``a`` (tuple) and print what it gives."""
-    spec = spec or _spec(name)
-    head = spec.split("  ")[0]
-    if spec and not head.count("<") <= len(a) <= len(head.split()) - 1:
-        return out("usage: " + spec)
-    try:
-        r = _do(name, a[0] if a else None, a)
-    except KeyboardInterrupt:
-        raise
-    except Exception as e:  # noqa: BLE001 - the console never shows a traceback
-        out("error: %s" % (str(e) or type(e).__name__))
-        if isinstance(e, TypeError) and spec:
-            out("usage: " + spec)
-        return
-    if isinstance(r, list):
-        for line in r:
-            out(line)
-    elif r is not None:
-        out(r)
-
-
-def _do(name, x, a):
-    """What command ``name`` does with its first argument ``x`` (all of them: ``a``).
-
-    Returns the text to print (a str or a list of lines) or None. Raises on bad input
-    (``TypeError`` prints the usage too).
-    """
-    from mimi import app
-
-    if name == "set_wifi":
-        config.set("wifi_ssid", x)
-        config.set("wifi_pass", a[1] if len(a) > 1 else "")
-        out("WiFi set to %s; connecting..." % x)
-        ok = seam.wifi_connect(x, config.get("wifi_pass"), config.BOOT_WIFI_WAIT_MS)
-        return "connected" if ok else "not connected yet; the assistant keeps trying"
-    if name == "wifi_status":
-        return commands.wifi()
-    if name == "wifi_scan":
-        return ["%4d dBm  ch %2d  %s" % (r, c, s) for s, r, c in seam.wifi_scan()] or "no networks in range"
-    if name in ("set_tg_token", "set_search_key"):
-        x = x.strip()
-        head, _, tail = x.partition(":")
-        if name == "set_tg_token" and (not head.isdigit() or len(tail) < 5 or " " in x):
-            return commands.text("bad_token")
-        name = name[4:]
-        config.set(name, x)
-        return "%s set to %s" % (name, config.masked(name))
-    if name == "set_api_key":
-        from mimi import llm
-
-        if " " in x.strip():
-            raise TypeError("an API key is one word")
-        llm.set_key(x)
-        return "API key for %s set (%s****)" % (config.get("provider"), x.strip()[:4])
-    if name == "set_provider":
-        return commands.provider(x)
-    if name == "set_model":
-        return commands.model(x)
-    if name == "set_base_url":
-        from mimi import llm
-
-        if not x.startswith("http://") and not x.startswith("https://") or " " in x:
-            return commands.text("bad_url")
-        llm.switch(base_url=x)
-        return "base_url set to %s" % config.get("base_url")
-    if name == "set_tz":
-        from mimi import clock
-
-        return "time zone set to UTC%s" % clock.set_tz(x)
-    if name in ("allow", "deny", "chats"):
-        from mimi.channels import access
-
-        if name == "chats":
-            own = access.owner()
-            return [c + ("  (owner)" if c == own else "") for c in access.allowed()] or commands.text("no_chats")
-        return access.allow(x) if name == "allow" else access.deny(x)
-    if name == "pair":
-        from mimi.channels import access
-
-        return commands.text("pair", access.new_code())
-    if name == "config_show":
-        return ["%-16s %s" % (n, config.masked(n) or "-") for n in config.SETTINGS]
-    if name == "config_reset":
-        if x != "all" and x not in config.SETTINGS:
-            return "no setting '%s'; config_show lists them" % x
-        config.reset(None if x == "all" else x)
-        return "%s back to the default" % x
-    if name in ("skill_list", "skill_show"):
-        from mimi.storage import fs, skills
-
-        if x is None:
-            return ["%-20s %s" % it for it in skills.list()] or "no skills in /data/skills"
-        t, cut, _ = fs.read_text(skills.path(x.strip()), 4096)
-        return t + ("\n[... cut at 4 KB]" if cut else "")
-    if name == "memory_read":
-        return commands.memory(4096)
-    if name == "memory_write":
-        from mimi.storage import memory
-
-        memory.write_memory(x)
-        return "MEMORY.md written (%d bytes)" % len(x.encode())
-    if name in ("session_list", "session_clear"):
-        from mimi.storage import fs, sessions
-
-        if x is None:
-            return ["%-24s %6d bytes" % (k, fs.size(sessions.path_for(k)) or 0) for k in sessions.keys()] \
-                or "no conversations stored"
-        arch = sessions.clear(x.strip())
-        return "%s started afresh%s" % (x, " (archived as %s)" % arch if arch else "")
-    if name == "cron_list":
-        from mimi.storage import cronjobs
-
-        return ["%-5s %-28s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"), j.get("chat_id"),
-                                             j.get("text")) for j in cronjobs.list()] or "no scheduled jobs"
-    if name == "heap_info":
-        return "heap: " + commands.heap()
-    if name == "status":
-        return commands.status()
-    if name == "heartbeat_trigger":
-        return app.heartbeat().run_now()
-    if name == "tool_exec":
-        import json
-        from mimi.tools import registry
-
-        args = a[1] if len(a) > 1 else {}
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except ValueError as e:
-                return "the arguments must be a JSON object, e.g. {\"path\": \"/data/x\"}: %s" % e
-        app.register_tools()
-        t, err = registry.execute(x, args, {"channel": "cli", "chat_id": config.CLI_CHAT_ID,
-                                            "session": "cli_console", "bus": app.state["bus"]})
-        return ("error: " if err and not t.startswith("Error") else "") + t
-    if name == "ask":
-        return _ask(x)
-    if name == "start":
-        if app.running():
-            return "the assistant is already running"
-        if app.init():
-            app.start()
-    if name == "stop":
-        return "stopped" if app.stop() else "stopping (a turn is still finishing)"
-    if name == "safe_mode":
-        from mimi import boot
-
-        if x not in ("on", "off", True, False):
-            raise TypeError("on or off")
-        boot.set_safe_flag(x in ("on", True))
-        return "safe mode %s at the next boot" % x
-    if name == "restart":
-        out("stopping the assistant and resetting the board...")
-        app.restart()
-    if name == "help":
-        return "usage: " + _spec(x) if x and _spec(x) else commands.text("cli")
-    return None
-
-
-def _ask(text):
-    """Chat with the agent as the ``cli`` channel; print its replies as they come."""
-    from mimi import app
-    from mimi.channels import console
-
-    msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": text.strip(), "session": "cli_console"}
-    console.clear()
-    if not app.running():
-        return app.handle_inline(msg) or "(no reply)"
-    console.asking[0] = True
-    try:
-        if not app.state["bus"].inbound.put(msg):
-            return "the assistant is busy; try again in a moment"
-        t0 = seam.ticks_ms()
-        got = None  # when the last reply came (an agent without "idle" is done 1.5 s later)
-        while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
-            m = console.take()
-            if m is None:
-                if got is not None and seam.ticks_diff(seam.ticks_ms(), got) > 1500:
-                    return None
-                seam.sleep_ms(50)
-                continue
-            kind = m.get("kind")
-            if kind == "idle":
-                return None
-            if kind == "text":
-                out(m.get("text"))
-                got = seam.ticks_ms()
-            elif kind == "note":
-                out("(%s)" % m.get("text"))
-        return "(no reply within %d s; it will be printed when it comes)" % (config.CLI_ASK_TIMEOUT_MS // 1000)
-    finally:
-        console.asking[0] = False
-
-
 # -- the commands as functions (what each does: _do; usage: texts.md) ---------------------
 def set_wifi(*a): _run("set_wifi", a)
 def wifi_status(*a): _run("wifi_status", a)
@@ -257,6 +55,193 @@ def stop(*a): _run("stop", a)
 def safe_mode(*a): _run("safe_mode", a)
 def restart(*a): _run("restart", a)
 def help(*a): _run("help", a)  # noqa: A001 - the console's own word for it
+
+
+def _spec(name):
+    """The usage line of command ``name`` (texts.md), or ''."""
+    for line in commands.text("cli").split("\n"):
+        if line.split(" ", 1)[0] == name:
+            return line
+    return ""
+
+
+def _run(name, a, spec=None):
+    """Run command ``name`` with arguments ``a`` (tuple) and print what it gives."""
+    spec = spec or _spec(name)
+    head = spec.split("  ")[0]
+    if spec and not head.count("<") <= len(a) <= len(head.split()) - 1:
+        return out("usage: " + spec)
+    try:
+        r = _do(name, a[0] if a else None, a)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - the console never shows a traceback
+        out("error: %s" % (str(e) or type(e).__name__))
+        if isinstance(e, TypeError) and spec:
+            out("usage: " + spec)
+        return
+    if r == []:
+        r = commands.text("none_" + name)
+    for line in r if isinstance(r, list) else () if r is None else (r,):
+        out(line)
+
+
+def _do(name, x, a):
+    """What command ``name`` does with its first argument ``x`` (all of them: ``a``).
+
+    Returns the text to print: a str, a list of lines (empty: the ``none_<name>`` text),
+    or None. Raises on bad input (``TypeError`` prints the usage too).
+    """
+    from mimi import app, llm
+    from mimi.channels import access
+    from mimi.storage import fs, sessions
+
+    if name == "set_wifi":
+        config.set("wifi_ssid", x)
+        config.set("wifi_pass", a[1] if len(a) > 1 else "")
+        out(commands.text("wifi_set", x))
+        seam.wifi_connect(x, config.get("wifi_pass"), config.BOOT_WIFI_WAIT_MS)
+        return commands.wifi()
+    if name == "wifi_status":
+        return commands.wifi()
+    if name == "wifi_scan":
+        return ["%4d dBm  ch %2d  %s" % (r, c, s) for s, r, c in seam.wifi_scan()]
+    if name == "set_tg_token" or name == "set_search_key":
+        x = x.strip()
+        head, _, tail = x.partition(":")
+        if name == "set_tg_token" and (not head.isdigit() or len(tail) < 5 or " " in x):
+            return commands.text("bad_token")
+        name = name[4:]
+        config.set(name, x)
+    elif name == "set_api_key":
+        llm.set_key(x)
+        name = "key_" + config.get("provider")
+    elif name == "set_base_url":
+        llm.switch(base_url=x)
+        name = "base_url"
+    elif name == "set_tz":
+        from mimi import clock
+
+        clock.set_tz(x)
+        name = "tz"
+    if name in config.SETTINGS:  # one of the set_ commands above
+        return "%s set to %s" % (name, config.masked(name))
+    if name == "set_provider":
+        return commands.provider(x)
+    if name == "set_model":
+        return commands.model(x)
+    if name == "allow":
+        return access.allow(x)
+    if name == "deny":
+        return access.deny(x)
+    if name == "chats":
+        own = access.owner()
+        return [c + ("  (owner)" if c == own else "") for c in access.allowed()]
+    if name == "pair":
+        return commands.text("pair", access.new_code())
+    if name == "config_show":
+        return ["%-16s %s" % (n, config.masked(n) or "-") for n in config.SETTINGS]
+    if name == "config_reset":
+        if x != "all" and x not in config.SETTINGS:
+            return "no setting '%s'" % x
+        config.reset(None if x == "all" else x)
+        return "%s reset" % x
+    if name == "skill_list" or name == "skill_show":
+        from mimi.storage import skills
+
+        if x is None:
+            return ["%-20s %s" % it for it in skills.list()]
+        t, cut, _ = fs.read_text(skills.path(x.strip()), 4096)
+        return t + ("\n[...]" if cut else "")
+    if name == "memory_read":
+        return commands.memory(4096)
+    if name == "memory_write":
+        from mimi.storage import memory
+
+        memory.write_memory(x)
+        return "MEMORY.md: %d bytes" % len(x.encode())
+    if name == "session_list":
+        return ["%-24s %6d bytes" % (k, fs.size(sessions.path_for(k)) or 0) for k in sessions.keys()]
+    if name == "session_clear":
+        return commands.new_session(x.strip())
+    if name == "cron_list":
+        from mimi.storage import cronjobs
+
+        return ["%-5s %-28s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"), j.get("chat_id"),
+                                             j.get("text")) for j in cronjobs.list()]
+    if name == "heap_info":
+        return "heap: " + commands.heap()
+    if name == "status":
+        return commands.status()
+    if name == "heartbeat_trigger":
+        return app.heartbeat().run_now()
+    if name == "tool_exec":
+        import json
+        from mimi.tools import registry
+
+        args = a[1] if len(a) > 1 else {}
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                raise TypeError("the arguments are a JSON object")
+        app.register_tools()
+        t, err = registry.execute(x, args, {"channel": "cli", "chat_id": config.CLI_CHAT_ID,
+                                            "session": "cli_console", "bus": app.state["bus"]})
+        return t if not err or t[:5] == "Error" else "error: " + t
+    if name == "ask":
+        return _ask(x)
+    if name == "start":
+        return "started" if app.init() and app.start() else "not started"
+    if name == "stop":
+        return "stopped" if app.stop() else "still stopping"
+    if name == "safe_mode":
+        from mimi import boot
+
+        if x not in ("on", "off", True, False):
+            raise TypeError("on or off")
+        boot.set_safe_flag(x in ("on", True))
+        return "%s set to %s" % (name, x)
+    if name == "restart":
+        app.restart()
+    if name == "help":
+        return "usage: " + _spec(x) if x and _spec(x) else commands.text("cli")
+    return None
+
+
+def _ask(text):
+    """Chat with the agent as the ``cli`` channel; print its replies as they come."""
+    from mimi import app
+    from mimi.channels import console
+
+    msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": text.strip(), "session": "cli_console"}
+    del console.inbox[:]
+    if not app.running():
+        return app.handle_inline(msg) or "-"
+    console.asking[0] = True
+    try:
+        if not app.state["bus"].inbound.put(msg):
+            return commands.text("busy")
+        t0 = seam.ticks_ms()
+        got = None  # when the last reply came (an agent without "idle" is done 1.5 s later)
+        while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
+            m = console.take()
+            if m is None:
+                if got is not None and seam.ticks_diff(seam.ticks_ms(), got) > 1500:
+                    return None
+                seam.sleep_ms(50)
+                continue
+            kind = m.get("kind")
+            if kind == "idle":
+                return None
+            if kind == "text":
+                out(m.get("text"))
+                got = seam.ticks_ms()
+            elif kind == "note":
+                out("(%s)" % m.get("text"))
+        return commands.text("no_reply")
+    finally:
+        console.asking[0] = False
 
 
 # -- the line console -------------------------------------------------------------------
@@ -301,14 +286,14 @@ def execute(line):
     if not line or line[0] == "#":
         return True
     if len(line) > config.CLI_LINE_MAX:
-        out("line too long (over %d characters)" % config.CLI_LINE_MAX)
+        out("line too long")
         return True
     name, _, rest = line.partition(" ")
     if name in ("exit", "quit"):
         return False
     spec = _spec(name)
     if not spec:
-        out("unknown command '%s'; help lists them" % name)
+        out("unknown command '%s'" % name)
         return True
     words = spec.split("  ")[0].split()[1:]
     if words and "..." in words[-1]:  # the last argument takes the rest of the line

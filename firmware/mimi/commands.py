@@ -7,8 +7,9 @@ argument comes back as a short message saying what is expected. Telegram calls
 functions directly. Provider and model changes go through ``mimi.llm.switch`` (which
 checks, persists and rebuilds the provider); tokens come from ``mimi.llm.usage``.
 
-Long fixed texts (help pages, the command menu, replies to strangers, the heartbeat
-prompt) live in ``texts.md`` beside this module and are read when needed (``text``).
+The wording lives in ``texts.md`` beside this module, read when needed (``text``): help
+pages, the command menu, replies, the heartbeat prompt. Code holds only short strings
+(a string constant costs heap for as long as the module is loaded; see docs/heap.md).
 """
 from mimi import config, seam
 
@@ -19,7 +20,7 @@ def text(key, *args):
     """The text under ``## key`` in texts.md, %-formatted with ``args`` (str).
 
     Reads the file line by line (at most 4 KB of the text kept). A missing file or key
-    gives ``[key]`` followed by the arguments, so a broken deploy still says something.
+    gives ``[key]`` and the arguments, so a broken deploy still says something.
     """
     out = []
     n = 0
@@ -28,20 +29,17 @@ def text(key, *args):
             on = False
             while n < 4096:
                 line = f.readline()
-                if not line:
+                if not line or on and line[:3] == "## ":
                     break
-                if line.startswith("## "):
-                    if on:
-                        break
-                    on = line[3:].strip() == key
-                elif on:
+                if on:
                     n += len(line)
                     out.append(line)
+                on = on or line[3:].strip() == key and line[:3] == "## "
     except OSError:
         pass
     t = "".join(out).strip()
     if not t:
-        return "[%s] %s" % (key, args) if args else "[%s]" % key
+        return "[%s] %s" % (key, args)
     try:
         return t % args if args else t
     except (TypeError, ValueError):
@@ -49,13 +47,9 @@ def text(key, *args):
 
 
 def menu():
-    """The command menu for ``setMyCommands``: ``[(name, description)]`` from /help."""
-    out = []
-    for line in text("help").split("\n"):
-        if line.startswith("/"):
-            name, _, desc = line[1:].partition(" - ")
-            out.append((name, desc))
-    return out
+    """The command menu for ``setMyCommands``: ``[(name, description)]``, the ``/name -
+    description`` lines of the /help text."""
+    return [ln[1:].split(" - ", 1) for ln in text("help").split("\n") if ln[:1] == "/"]
 
 
 def status():
@@ -69,39 +63,27 @@ def status():
     except Exception as e:  # noqa: BLE001 - a status line must not fail
         ai = "%s (%s)" % (config.get("provider"), e)
     t0 = app.state["started_ms"]
-    if t0 is None:
-        up = "not started"
-    else:
-        s = seam.ticks_diff(seam.ticks_ms(), t0) // 1000
-        up = "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60)
-    return "mimi %s on %s\nLLM: %s\nheap: %s\nuptime: %s\nWiFi: %s\nclock: %s\n%s" % (
-        VERSION, seam.describe(), ai, heap(), up, wifi(),
-        "synced" if seam.clock_synced() else "not set yet (no NTP)", usage.summary())
+    s = seam.ticks_diff(seam.ticks_ms(), t0 or 0) // 1000
+    return text("status", VERSION, seam.describe(), ai, heap(),
+                "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
+                "synced" if seam.clock_synced() else "not set", usage.summary())
 
 
 def wifi():
-    """``"connected to <ssid>, address <ip>, signal <n> dBm"`` or why not."""
+    """The WiFi link in words: network, address and signal, or why not."""
     try:
         up, ip, rssi = seam.wifi_status()
     except Exception as e:  # noqa: BLE001 - a status line must not fail
-        return "unknown (%s)" % e
-    ssid = config.get("wifi_ssid") or "none"
-    if up:
-        return "connected to %s, address %s, signal %s dBm" % (ssid, ip, rssi)
-    return "not connected (network set: %s)" % ssid
+        return "error: %s" % e
+    return text("wifi_up", config.get("wifi_ssid"), ip, rssi) if up else \
+        text("wifi_down", config.get("wifi_ssid") or "none")
 
 
 def heap():
-    """``"12345 B used, 67890 B free"``, or a note on CPython."""
+    """``"12345 B used, 67890 B free"`` after a collection ("n/a" on CPython)."""
     seam.collect()
     free = seam.mem_free()
-    if free is None:
-        return "not measurable on CPython"
-    return "%d B used, %d B free" % (seam.mem_alloc() or 0, free)
-
-
-def _model():
-    return config.get("model") or "(the provider's default)"
+    return "n/a" if free is None else "%d B used, %d B free" % (seam.mem_alloc() or 0, free)
 
 
 def model(name=None):
@@ -109,15 +91,13 @@ def model(name=None):
     from mimi import llm
 
     name = str(name or "").strip()
-    if not name:
-        return "model: %s (provider %s). Set one with /model <name>." % (_model(), config.get("provider"))
-    if " " in name:
-        return "A model name is one word, e.g. /model claude-sonnet-4-5"
+    if not name or " " in name:
+        return text("model_bad" if name else "model", config.get("model") or "default", config.get("provider"))
     try:
         llm.switch(model=name)
     except ValueError as e:
         return str(e)
-    return "model set to %s (provider %s)" % (name, config.get("provider"))
+    return text("model_set", name, config.get("provider"))
 
 
 def provider(name=None):
@@ -130,31 +110,25 @@ def provider(name=None):
 
     cur = config.get("provider")
     name = str(name or "").strip().lower()
-    if not name:
-        return "provider: %s. Choose with /provider <name>, one of: %s" % (cur, ", ".join(sorted(llm.PRESETS)))
-    if name == cur:
-        return "provider is already %s (model: %s)" % (cur, _model())
+    if not name or name == cur:
+        return text("prov_same" if name else "provider", cur, ", ".join(sorted(llm.PRESETS)))
     try:
         llm.switch(provider=name)
     except ValueError as e:
         return str(e)
-    out = "provider set to %s; model reset to its default" % name
-    if not llm.PRESETS[name][3]:
-        return out + ("" if config.get("base_url") else text("no_url"))
-    if config.get("key_" + name) or config.get("api_key"):
-        return out
-    return out + text("no_key")
+    if not llm.PRESETS[name][3]:  # a local server: no key, but its address matters
+        return text("prov_set", name) + ("" if config.get("base_url") else text("no_url"))
+    return text("prov_set", name) + ("" if config.get("key_" + name) or config.get("api_key") else text("no_key"))
 
 
-def new_session(channel, chat_id):
-    """Start a fresh conversation for this chat; the old one moves to the archive."""
+def new_session(key):
+    """Start session ``key`` afresh; the old one moves to the archive. Returns a message."""
     from mimi.storage import sessions
 
     try:
-        a = sessions.clear(sessions.key_for(channel, chat_id))
+        return text("new", sessions.clear(key) or "none")
     except (OSError, ValueError) as e:
-        return "could not start afresh: %s" % e
-    return "Started a fresh conversation." + (" The old one is archived (%s)." % a if a else "")
+        return "error: %s" % e
 
 
 def memory(cap=3000):
@@ -164,24 +138,22 @@ def memory(cap=3000):
     try:
         b = mem.read_memory(cap + 1).encode()
     except (OSError, ValueError) as e:
-        return "could not read MEMORY.md: %s" % e
-    if not b.strip():
-        return "MEMORY.md is empty: I have not noted anything long-term yet."
+        return "error: %s" % e
     if len(b) <= cap:
-        return b.decode()
+        return b.decode() if b.strip() else text("mem_empty")
     while cap and (b[cap] & 0xC0) == 0x80:  # not inside a UTF-8 character
         cap -= 1
-    return b[:cap].decode() + "\n[... more in /data/memory/MEMORY.md]"
+    return b[:cap].decode() + "\n" + text("mem_more")
 
 
-def parse(text):
+def parse(text_):
     """Split a chat command: ``"/model@mimi_bot  gpt-4o"`` -> ``("model", "gpt-4o")``.
 
-    Returns None when ``text`` is not a command (does not start with ``/``).
+    Returns None when ``text_`` is not a command (does not start with ``/``).
     """
-    if not text or text[0] != "/":
+    if not text_ or text_[0] != "/":
         return None
-    head, _, rest = text[1:].partition(" ")
+    head, _, rest = text_[1:].partition(" ")
     name = head.split("@", 1)[0].lower()
     return (name, rest.strip()) if name else None
 
@@ -189,8 +161,7 @@ def parse(text):
 def run(text_, channel, chat_id):
     """Answer a chat command, or return None when ``text_`` is not one of ours (so it
     goes to the agent as an ordinary message)."""
-    p = parse(text_)
-    name, arg = p or ("", "")
+    name, arg = parse(text_) or ("", "")
     if name == "start":
         return text("start") + "\n\n" + text("help")
     if name == "help":
@@ -202,7 +173,9 @@ def run(text_, channel, chat_id):
     if name == "provider":
         return provider(arg)
     if name == "new":
-        return new_session(channel, chat_id)
+        from mimi.storage import sessions
+
+        return new_session(sessions.key_for(channel, chat_id))
     if name == "memory":
         return memory()
     return None

@@ -11,8 +11,6 @@ on Telegram, except typing/notes and a ``HEARTBEAT_OK`` reply, which are dropped
 """
 from mimi import config, log, seam
 
-TAG = "io"
-
 
 def run():
     """The I/O thread's loop, until the app stops (``app.state["stop"]``)."""
@@ -20,15 +18,11 @@ def run():
     from mimi.services.cron import Cron
 
     state = app.state
-
-    if state["net"] is None:
-        state["net"] = boot.NetKeeper()
-    if state["cron"] is None:
-        state["cron"] = Cron(state["bus"])
+    net = state["net"] = state["net"] or boot.NetKeeper()
+    cron = state["cron"] = state["cron"] or Cron(state["bus"])
     hb = app.heartbeat()
     tg = state["telegram"]
-    net = state["net"]
-    b = state["bus"]
+    out = state["bus"].outbound
     held = None  # an outbound message its channel had no room for yet
     try:
         while not state["stop"]:
@@ -36,20 +30,19 @@ def run():
             net.tick(now)
             busy = tg.tick(now)
             for _ in range(8):
-                if held is None:
-                    held = b.outbound.get(0)
+                held = held or out.get(0)
                 if held is None or not route(held):
                     break
                 held = None
-            state["cron"].tick(now)
+            cron.tick(now)
             hb.tick(now)
             app.watch(now)
-            if not busy and held is None:
-                m = b.outbound.get(config.APP_IO_WAIT_MS)
-                if m is not None and not route(m):
-                    held = m
-            elif held is not None:
+            if held is not None:
                 seam.sleep_ms(config.APP_IO_WAIT_MS)
+            elif not busy:
+                held = out.get(config.APP_IO_WAIT_MS)
+                if held is not None and route(held):
+                    held = None
     finally:
         tg.stop()
 
@@ -57,28 +50,20 @@ def run():
 def route(msg):
     """Hand an outbound message to its channel; False when the channel has no room yet."""
     from mimi import app
+    from mimi.channels import console
+    from mimi.services import heartbeat
 
-    state = app.state
     ch = msg.get("channel")
-    kind = msg.get("kind", "text")
     cid = str(msg.get("chat_id", ""))
-    if ch == "heartbeat":
-        from mimi.services import heartbeat as hbmod
-
-        if kind != "text":
+    if ch == "heartbeat":  # the owner gets a report, not the OK, the typing or notes
+        if msg.get("kind", "text") != "text" or heartbeat.is_ok(msg.get("text")):
             return True
-        if hbmod.is_ok(msg.get("text")):
-            log.info(TAG, "heartbeat: nothing to report")
-            return True
-        msg = {"channel": "telegram", "chat_id": cid, "text": msg.get("text"), "kind": kind}
         ch = "telegram"
     elif ch == "cron":
         ch = "telegram" if cid.lstrip("-").isdigit() else "cli"
     if ch == "telegram":
-        return state["telegram"].deliver(msg)
+        return app.state["telegram"].deliver(msg)
     if ch == "cli":
-        from mimi.channels import console
-
         return console.deliver(msg)
-    log.warn(TAG, "no channel '%s': a %s message for %s was dropped", ch, kind, cid)
+    log.warn("io", "dropped %s", ch)
     return True

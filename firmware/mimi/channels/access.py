@@ -10,7 +10,7 @@ tries, so it cannot be guessed). The first chat allowed becomes the owner
 """
 import os
 
-from mimi import config, log
+from mimi import commands, config, log
 
 _code = [None, 0]  # the pairing code (str, or None when there is none) and wrong tries at it
 
@@ -19,7 +19,7 @@ def _id(chat_id):
     """``chat_id`` as canonical text (``"123"``, ``"-100456"``); ``ValueError`` if it is not an id."""
     s = str(chat_id).strip()
     if not s.lstrip("-").isdigit() or len(s) > 21:
-        raise ValueError("a chat id is a whole number such as 123456789 (groups: -100...), got '%s'" % s)
+        raise ValueError(commands.text("bad_id", s))
     return str(int(s))
 
 
@@ -48,12 +48,12 @@ def allow(chat_id):
     cid = _id(chat_id)
     ids = allowed()
     if cid in ids:
-        return "chat %s is already allowed" % cid
+        return commands.text("allowed", cid, "already ")
     config.set("allowed_chats", ",".join(ids + [cid]))  # ValueError when over the store's limit
     if config.get("owner_chat"):
-        return "chat %s allowed" % cid
+        return commands.text("allowed", cid, "")
     config.set("owner_chat", cid)
-    return "chat %s allowed (and is the owner: heartbeat reports go there)" % cid
+    return commands.text("owner", cid)
 
 
 def deny(chat_id):
@@ -61,13 +61,12 @@ def deny(chat_id):
     cid = _id(chat_id)
     ids = allowed()
     if cid not in ids:
-        return "chat %s was not allowed" % cid
+        return commands.text("not_in", cid)
     ids.remove(cid)
     config.set("allowed_chats", ",".join(ids))
-    if config.get("owner_chat") != cid:
-        return "chat %s removed" % cid
-    config.set("owner_chat", (ids + [""])[0])
-    return "chat %s removed; owner is now %s" % (cid, (ids + ["nobody"])[0])
+    if config.get("owner_chat") == cid:
+        config.set("owner_chat", (ids + [""])[0])
+    return commands.text("denied", cid, owner() or "nobody")
 
 
 def new_code():
@@ -93,5 +92,5 @@ def try_code(chat_id, text):
     _code[1] += 1
     if _code[1] >= config.TG_PAIR_TRIES:
         _code[0] = None
-        log.warn("access", "pairing code void after %d wrong tries (cli.pair() makes a new one)", _code[1])
+        log.warn("access", "code void")  # cli.pair() makes a new one
     return False

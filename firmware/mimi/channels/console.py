@@ -4,10 +4,7 @@ The I/O thread hands ``cli`` messages to ``deliver``; ``mimi.cli.ask`` collects 
 while it waits (``asking``), otherwise a text is printed at once (a cron job reporting
 to the console). Kept apart from ``mimi.cli`` so the running app never loads the CLI.
 """
-from mimi import seam
-
-_inbox = []
-_lock = seam.allocate_lock()
+inbox = []  # what the agent sent while ``ask`` waits (at most 32; list operations are atomic)
 asking = [False]
 out = print  # where replies are printed (tests collect them)
 
@@ -15,23 +12,13 @@ out = print  # where replies are printed (tests collect them)
 def deliver(msg):
     """Take an outbound ``cli`` message; always True (the console has room)."""
     if asking[0]:
-        with _lock:
-            if len(_inbox) < 32:
-                _inbox.append(msg)
-        return True
-    if msg.get("kind") == "text":
+        if len(inbox) < 32:
+            inbox.append(msg)
+    elif msg.get("kind") == "text":
         out("\n[mimi] %s" % msg.get("text", ""))
     return True
 
 
 def take():
     """The oldest message queued for ``ask``, or None."""
-    with _lock:
-        if _inbox:
-            return _inbox.pop(0)
-    return None
-
-
-def clear():
-    with _lock:
-        del _inbox[:]
+    return inbox.pop(0) if inbox else None

@@ -45,8 +45,8 @@ import json
 from mimi import commands, config, log, seam
 from mimi.channels import access, tgformat
 
-TAG = "tg"
 # Message kinds that carry media or data but no text (a caption, when present, counts).
+_TOKEN = "bot token? from mimi import cli; cli.set_tg_token('123:ABC...')"
 _MEDIA = "photo sticker voice audio video video_note animation document location venue contact poll dice game story paid_media"
 
 
@@ -99,7 +99,7 @@ class BotApi:
         if not want_result:
             return True
         if r.truncated:
-            raise OSError("%s answer over %d bytes" % (method, len(self.send_buf)))
+            raise OSError("too big")
         return r.json().get("result")
 
     def start_poll(self, offset, timeout_s, limit):
@@ -160,7 +160,7 @@ class Telegram:
             self.unsaved = 0
             self.saved_ms = now
         except (OSError, ValueError) as e:
-            log.warn(TAG, "offset not kept: %s", e)
+            log.warn("tg", "offset: %s", e)
 
     def stop(self):
         """Close the long poll and keep the offset (updates received but not acted on stay due)."""
@@ -183,7 +183,7 @@ class Telegram:
         token = self.api.token()
         if not token:
             if not self.quiet:
-                log.warn(TAG, "no bot token: from mimi import cli; cli.set_tg_token('123:ABC...')")
+                log.warn("tg", _TOKEN)
                 self.quiet = True
             return False
         self.quiet = False
@@ -230,8 +230,8 @@ class Telegram:
             self.api.call("setMyCommands", {"commands": [{"command": c, "description": d}
                                                          for c, d in commands.menu()]})
         except (TgError, OSError) as e:
-            log.warn(TAG, "setMyCommands: %s", e)
-        log.info(TAG, "polling as @%s", me.get("username"))
+            log.warn("tg", "%s", e)
+        log.info("tg", "bot @%s", me.get("username"))
         if not access.allowed():
             print("\n" + commands.text("banner", me.get("username"), access.new_code()))
         return True
@@ -245,7 +245,7 @@ class Telegram:
             if code == 429:
                 wait = 1000 * min(int(after or 5), config.TG_RETRY_AFTER_MAX_S)
             elif code == 409 and "webhook" in desc.lower():
-                log.warn(TAG, "409: a webhook blocks polling: deleteWebhook")
+                log.warn("tg", "deleteWebhook")
                 try:
                     self.api.call("deleteWebhook")
                 except (TgError, OSError):
@@ -253,14 +253,14 @@ class Telegram:
                 wait = config.TG_BACKOFF_MIN_MS
             elif code == 409:
                 wait = config.TG_CONFLICT_BACKOFF_MS
-                log.warn(TAG, commands.text("tg_409"), wait // 1000)
+                log.warn("tg", commands.text("tg_409"), wait // 1000)
             elif code in (401, 404):
                 wait = config.TG_AUTH_BACKOFF_MS
-                log.error(TAG, "Telegram refused the bot token: cli.set_tg_token('...')")
+                log.error("tg", _TOKEN)
         if wait is None:
             wait = self.backoff_ms
             self.backoff_ms = min(wait * 2, config.TG_BACKOFF_MAX_MS)
-        log.warn(TAG, "%s; next poll in %d s", e, wait // 1000)
+        log.warn("tg", "%s, %d s", e, wait // 1000)
         self.poll_at = seam.ticks_add(now, wait)
 
     def _poll(self, now):
@@ -279,7 +279,7 @@ class Telegram:
         if self.poll.expired():
             self.poll.close()
             self.poll = None
-            self._fail(OSError("getUpdates: no answer in time"), now)
+            self._fail(OSError("timeout"), now)
             return False
         if not self.poll.ready(0):
             return False
@@ -295,9 +295,9 @@ class Telegram:
             else:
                 uid = _int_after(ups, b'"update_id":')
                 if uid is None:
-                    self._fail(OSError("update too big"), now)
+                    self._fail(OSError("too big"), now)
                     return False
-                log.warn(TAG, "update %d too big: skipped", uid)
+                log.warn("tg", "skip %d", uid)
                 self.offset = max(self.offset, uid + 1)
                 self.unsaved += 1
                 chat = _int_after(ups, b'"chat":{"id":')
@@ -348,10 +348,10 @@ class Telegram:
                     return
             if not access.is_allowed(cid):
                 if has and access.try_code(cid, t):
-                    log.info(TAG, "chat %s paired", cid)
+                    log.info("tg", "paired %s", cid)
                     self.queue_text(cid, commands.text("paired"), True)
                     return
-                log.info(TAG, "chat %s is not allowed", cid)
+                log.info("tg", "denied %s", cid)
                 last = self.told.get(cid)
                 if last is None or seam.ticks_diff(now, last) >= config.TG_DENY_REPLY_MS:
                     if last is None and len(self.told) >= config.TG_DENY_CHATS_MAX:
@@ -369,7 +369,7 @@ class Telegram:
                     if kind:
                         self.queue_text(cid, config.TG_MEDIA_REPLY, True)
                     return
-                t = "(sent a %s I cannot see, with the caption:) %s" % (kind or "file", t)
+                t = commands.text("caption", kind or "file", t)
             elif t[:1] == "/":
                 reply = commands.run(t, "telegram", cid)
                 if reply is not None:
@@ -381,10 +381,10 @@ class Telegram:
                                          "session": sessions.key_for("telegram", cid),
                                          "user": (m.get("from") or {}).get("first_name", ""),
                                          "message_id": m.get("message_id"), "is_group": group}):
-                log.warn(TAG, "inbound queue full: chat %s told to wait", cid)
+                log.warn("tg", "busy %s", cid)
                 self.queue_text(cid, commands.text("busy"), True)
         except Exception as e:  # noqa: BLE001 - a poison update must not stop the channel
-            log.exc(TAG, "an update failed", e)
+            log.exc("tg", "update", e)
 
     # -- out ---------------------------------------------------------------------------
 
@@ -429,21 +429,21 @@ class Telegram:
                 return True
             q.pop(0)
             desc = desc.lower()
-            if code == 400 and "parse entities" in desc and not mode:
-                log.warn(TAG, "formatting refused: sending as plain text")
+            if code == 400 and "parse" in desc and not mode:  # "can't parse entities"
+                log.warn("tg", "plain %s", cid)
                 q.insert(0, [cid, md, fails, 1])
             elif code == 400 and "too long" in desc and mode < 2:
                 for c in reversed(tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)):
                     q.insert(0, [cid, c, fails, 2])
             else:
                 self.stats["dropped"] += 1
-                log.error(TAG, "reply to %s refused: %s", cid, e)
+                log.error("tg", "lost %s %s", cid, e)
         except OSError as e:
             item[2] = fails = fails + 1
             if fails >= config.TG_SEND_TRIES:
                 q.pop(0)
                 self.stats["dropped"] += 1
-                log.error(TAG, "reply to %s lost: %s", cid, e)
+                log.error("tg", "lost %s %s", cid, e)
             else:
                 self.send_at = seam.ticks_add(now, min(config.TG_BACKOFF_MIN_MS << fails, config.TG_BACKOFF_MAX_MS))
         return True

@@ -3,7 +3,8 @@
 
 Everything works on UTF-8 bytes, where indexing is O(1) on both runtimes (MicroPython
 indexes a ``str`` by walking it). Markup characters are ASCII, and a UTF-8 multi-byte
-character never contains an ASCII byte, so scanning bytes is safe.
+character never contains an ASCII byte, so scanning bytes is safe. (Tags are written as
+short ``str`` literals encoded when used: a ``bytes`` literal costs a heap object each.)
 
 Sources: https://core.telegram.org/bots/api#html-style (supported tags, escaping),
 https://core.telegram.org/bots/api#sendmessage ("1-4096 characters after entities
@@ -15,18 +16,9 @@ TEXT_MAX_UNITS = const(4096)  # sendMessage limit, UTF-16 code units after parsi
 _FENCE_RESERVE = const(32)  # room for closing and reopening a code fence across a cut
 _LANG_MAX = const(16)
 _DEPTH_MAX = const(4)  # nesting of inline markup (bounds recursion on hostile input)
-
-_BS = const(92)  # backslash
 _TICK = const(96)
-_STAR = const(42)
 _UNDER = const(95)
 _TILDE = const(126)
-_LBRACKET = const(91)
-_PUNCT = b"\\`*_~[]()#+-.!>|{}"
-_LINK_SCHEMES = (b"http://", b"https://", b"tg://", b"mailto:")
-
-
-# -- lengths and surrogates -------------------------------------------------------------
 
 
 def units(b):
@@ -56,16 +48,16 @@ def fix_surrogates(s):
         b = s.encode()
     except UnicodeError:  # CPython: a lone surrogate
         return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in s)
-    i = b.find(b"\xed")
-    if i < 0:
-        return s
     out = bytearray()
     n = len(b)
-    last = 0
+    last = i = 0
     while 0 <= i < n - 2:
+        i = b.find(b"\xed", i)
+        if i < 0 or i >= n - 2:
+            break
         c1 = b[i + 1]
         if c1 < 0xA0:  # ED 80-9F: an ordinary character (U+D000-U+D7FF)
-            i = b.find(b"\xed", i + 1)
+            i += 1
             continue
         out += b[last:i]
         cp = 0xD000 | ((c1 & 0x3F) << 6) | (b[i + 2] & 0x3F)
@@ -74,10 +66,11 @@ def fix_surrogates(s):
             out += chr(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)).encode()
             i += 6
         else:
-            out += b"\xef\xbf\xbd"
+            out += "\ufffd".encode()
             i += 3
         last = i
-        i = b.find(b"\xed", i)
+    if not last:
+        return s
     out += b[last:]
     return bytes(out).decode()
 
@@ -88,58 +81,16 @@ def fix_surrogates(s):
 def escape(b):
     """HTML-escape bytes: ``&``, ``<``, ``>`` (all Telegram requires)."""
     if b"&" in b:
-        b = b.replace(b"&", b"&amp;")
+        b = b.replace(b"&", "&amp;".encode())
     if b"<" in b:
-        b = b.replace(b"<", b"&lt;")
+        b = b.replace(b"<", "&lt;".encode())
     if b">" in b:
-        b = b.replace(b">", b"&gt;")
+        b = b.replace(b">", "&gt;".encode())
     return b
-
-
-def _attr(b):
-    return escape(b).replace(b'"', b"&quot;")
-
-
-def _space(c):
-    return c in (32, 9, 10, 13)
 
 
 def _alnum(c):
     return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122) or c >= 0x80
-
-
-def _close(b, start, end, marker):
-    """Position of the marker that closes an emphasis opened before ``start``, or -1."""
-    m = marker[0]
-    single = len(marker) == 1
-    j = start
-    while True:
-        j = b.find(marker, j, end)
-        if j < 0:
-            return -1
-        k = j + len(marker)
-        ok = j > start and not _space(b[j - 1])
-        if ok and single and ((k < end and b[k] == m) or b[j - 1] == m):
-            ok = False  # part of a double marker
-        if ok and m == _UNDER and k < end and _alnum(b[k]):
-            ok = False  # snake_case_word
-        if ok:
-            return j
-        j += 1
-
-
-def _link(b, i, end):
-    """Parse ``[text](url)`` at ``i``: (text_end, url_start, url_end, after) or None."""
-    j = b.find(b"](", i + 1, end)
-    if j < 0:
-        return None
-    k = b.find(b")", j + 2, end)
-    if k < 0:
-        return None
-    url = b[j + 2:k]
-    if b" " in url or not any(url.startswith(s) for s in _LINK_SCHEMES):
-        return None
-    return (j, j + 2, k, k + 1)
 
 
 def _inline(b, i, end, out, depth):
@@ -150,38 +101,46 @@ def _inline(b, i, end, out, depth):
     lit = i
     while i < end:
         c = b[i]
-        if c == _BS and i + 1 < end and b[i + 1] in _PUNCT:
+        if c == 92 and i + 1 < end and b[i + 1] in b"\\`*_~[]()#+-.!>|{}":  # a backslash escape
             out += escape(b[lit:i])
             out += escape(b[i + 1:i + 2])
             i += 2
             lit = i
             continue
-        if c == _TICK:
+        if c == _TICK:  # code: up to the same run of backticks
             n = 1
             while i + n < end and b[i + n] == _TICK:
                 n += 1
             j = b.find(b[i:i + n], i + n, end)
             if j > i + n:
                 out += escape(b[lit:i])
-                out += b"<code>"
+                out += "<code>".encode()
                 out += escape(b[i + n:j])
-                out += b"</code>"
+                out += "</code>".encode()
                 i = j + n
                 lit = i
             else:
                 i += n
             continue
-        if depth < _DEPTH_MAX and c in (_STAR, _UNDER, _TILDE):
+        if depth < _DEPTH_MAX and c in b"*_~":
             double = i + 1 < end and b[i + 1] == c
             if double or c != _TILDE:
                 marker = b[i:i + 2] if double else b[i:i + 1]
                 k = i + len(marker)
-                opens = k < end and not _space(b[k])
-                if opens and c == _UNDER and i > 0 and _alnum(b[i - 1]):
-                    opens = False
-                j = _close(b, k, end, marker) if opens else -1
-                if j > k:
-                    tag = b"s" if c == _TILDE else (b"b" if double else b"i")
+                opens = k < end and b[k] > 32 and not (c == _UNDER and i > 0 and _alnum(b[i - 1]))
+                j = k
+                while opens:  # the marker that closes it, or -1
+                    j = b.find(marker, j, end)
+                    if j < 0:
+                        break
+                    e = j + len(marker)
+                    if (j > k and b[j - 1] > 32
+                            and not (not double and ((e < end and b[e] == c) or b[j - 1] == c))  # part of a double
+                            and not (c == _UNDER and e < end and _alnum(b[e]))):  # snake_case_word
+                        break
+                    j += 1
+                if opens and j > k:
+                    tag = ("s" if c == _TILDE else "b" if double else "i").encode()
                     out += escape(b[lit:i])
                     out += b"<" + tag + b">"
                     _inline(b, k, j, out, depth + 1)
@@ -191,14 +150,16 @@ def _inline(b, i, end, out, depth):
                     continue
             i += 2 if double else 1
             continue
-        if c == _LBRACKET and depth < _DEPTH_MAX:
-            ln = _link(b, i, end)
-            if ln and ln[0] > i + 1:
+        if c == 91 and depth < _DEPTH_MAX:  # [text](url)
+            j = b.find(b"](", i + 1, end)
+            k = b.find(b")", j + 2, end) if j > i + 1 else -1
+            url = b[j + 2:k]
+            if k > 0 and 32 not in url and any(url.startswith(s) for s in b"http:// https:// tg:// mailto:".split()):
                 out += escape(b[lit:i])
-                out += b'<a href="' + _attr(b[ln[1]:ln[2]]) + b'">'
-                _inline(b, i + 1, ln[0], out, _DEPTH_MAX)  # no links inside links
-                out += b"</a>"
-                i = ln[3]
+                out += '<a href="'.encode() + escape(url).replace(b'"', "&quot;".encode()) + b'">'
+                _inline(b, i + 1, j, out, _DEPTH_MAX)  # no links inside links
+                out += "</a>".encode()
+                i = k + 1
                 lit = i
                 continue
         i += 1
@@ -210,28 +171,11 @@ def _fence(line):
     s = line.lstrip(b" ")
     if len(line) - len(s) > 3 or not s.startswith(b"```"):
         return None
-    lang = s[3:].strip()
     ok = bytearray()
-    for c in lang[:_LANG_MAX]:
+    for c in s[3:].strip()[:_LANG_MAX]:
         if _alnum(c) and c < 0x80 or c in b"+-#_":
             ok.append(c)
     return bytes(ok)
-
-
-def _heading(line):
-    n = 0
-    while n < len(line) and n < 7 and line[n] == 35:  # '#'
-        n += 1
-    if 1 <= n <= 6 and n < len(line) and line[n] == 32:
-        return n + 1
-    return 0
-
-
-def _bullet(line):
-    s = line.lstrip(b" ")
-    if len(s) >= 2 and s[0] in b"-*+" and s[1] == 32:
-        return len(line) - len(s)
-    return -1
 
 
 def md_to_html(md):
@@ -246,7 +190,7 @@ def md_to_html(md):
     lines = md.encode().split(b"\n")
     out = bytearray()
     lang = None  # inside a fence: its language (bytes, maybe empty)
-    first_code = False
+    first = False
     quoting = False
     n = len(lines)
     for idx in range(n):
@@ -254,47 +198,46 @@ def md_to_html(md):
         f = _fence(line)
         if lang is not None:
             if f is not None and not f:  # a bare ``` closes the block
-                out += b"</code></pre>" if lang else b"</pre>"
+                out += ("</code></pre>" if lang else "</pre>").encode()
                 lang = None
-                if idx + 1 < n:
+            else:
+                if not first:
                     out += b"\n"
+                first = False
+                out += escape(line)
                 continue
-            if not first_code:
-                out += b"\n"
-            first_code = False
-            out += escape(line)
-            continue
-        if f is not None:
+        elif f is not None:
             lang = f
-            first_code = True
-            out += b'<pre><code class="language-' + f + b'">' if f else b"<pre>"
+            first = True
+            out += '<pre><code class="language-'.encode() + f + b'">' if f else "<pre>".encode()
             continue
-        if line.startswith(b">"):  # a quote; never a fence line, so never inside code
+        elif line.startswith(b">"):  # a quote; never a fence line, so never inside code
             if not quoting:
-                out += b"<blockquote>"
-            body = line[1:]
-            if body.startswith(b" "):
-                body = body[1:]
+                out += "<blockquote>".encode()
+            body = line[2:] if line.startswith(b"> ") else line[1:]
             _inline(body, 0, len(body), out, 0)
             quoting = idx + 1 < n and lines[idx + 1].startswith(b">")
             if not quoting:
-                out += b"</blockquote>"
+                out += "</blockquote>".encode()
         else:
-            h = _heading(line)
-            bl = _bullet(line) if not h else -1
-            if h:
-                out += b"<b>"
-                _inline(line, h, len(line), out, 0)
-                out += b"</b>"
-            elif bl >= 0:
-                out += line[:bl] + b"\xe2\x80\xa2 "  # U+2022 bullet, as long as "- "
+            h = 0
+            while h < len(line) and h < 7 and line[h] == 35:  # '#'
+                h += 1
+            s = line.lstrip(b" ")
+            if 1 <= h <= 6 and h < len(line) and line[h] == 32:  # a heading: bold
+                out += "<b>".encode()
+                _inline(line, h + 1, len(line), out, 0)
+                out += "</b>".encode()
+            elif len(s) >= 2 and s[0] in b"-*+" and s[1] == 32:  # a bullet
+                bl = len(line) - len(s)
+                out += line[:bl] + "\u2022 ".encode()  # as long as "- "
                 _inline(line, bl + 2, len(line), out, 0)
             else:
                 _inline(line, 0, len(line), out, 0)
         if idx + 1 < n:
             out += b"\n"
     if lang is not None:  # an unclosed fence ends with the text
-        out += b"</code></pre>" if lang else b"</pre>"
+        out += ("</code></pre>" if lang else "</pre>").encode()
     return bytes(out).decode()
 
 
@@ -352,19 +295,6 @@ def cut_points(b, limit):
     return cuts
 
 
-def _fence_state(piece, lang, at_line_start):
-    """The fence state after ``piece``: None outside a code block, else its language."""
-    lines = piece.split(b"\n")
-    for k in range(len(lines)):
-        if k == 0 and not at_line_start:
-            continue
-        f = _fence(lines[k])
-        if f is None:
-            continue
-        lang = f if lang is None else (None if not f else lang)
-    return lang
-
-
 def split(md, limit=TEXT_MAX_UNITS):
     """Split Markdown ``md`` into chunks of at most ``limit`` UTF-16 units (list of str).
 
@@ -376,18 +306,19 @@ def split(md, limit=TEXT_MAX_UNITS):
     b = md.encode()
     if len(b) <= limit or units(b) <= limit:
         return [md] if md else []
-    reserve = _FENCE_RESERVE if b.find(b"```") >= 0 else 0
-    cuts = cut_points(b, limit - reserve)
+    fence = "```".encode()
     out = []
     start = 0
-    lang = None
-    for cut in cuts:
+    lang = None  # the fence open at the cut: its language, else None
+    for cut in cut_points(b, limit - (_FENCE_RESERVE if b.find(fence) >= 0 else 0)):
         piece = b[start:cut]
-        head = b"```" + lang + b"\n" if lang is not None else b""
-        lang = _fence_state(piece, lang, start == 0 or b[start - 1] == 10)
-        tail = b""
-        if lang is not None:
-            tail = b"```" if piece.endswith(b"\n") else b"\n```"
+        head = fence + lang + b"\n" if lang is not None else b""
+        lines = piece.split(b"\n")
+        for k in range(len(lines)):  # follow the fences in this piece
+            f = _fence(lines[k]) if k or start == 0 or b[start - 1] == 10 else None
+            if f is not None:
+                lang = f if lang is None else (None if not f else lang)
+        tail = b"" if lang is None else fence if piece.endswith(b"\n") else b"\n" + fence
         out.append((head + piece + tail).decode())
         start = cut
     return out

@@ -11,14 +11,12 @@ turns due jobs into inbound messages:
      job's text>", "job": "j3",
      "reply_channel": <the job's channel: "telegram" or "cli">}
 
-so each job talks in its own session and the reply reaches the chat the job names
-(``mimi.app`` routes outbound ``cron`` messages: a numeric chat id to Telegram, the
-console's id to the console). A job is marked run only once it is on the bus; when the
-bus is full it stays due and goes at the next tick.
+(the wording is the ``cron`` text of texts.md) so each job talks in its own session and
+the reply reaches the chat the job names (``mimi.ioloop.route``: a numeric chat id to
+Telegram, the console's id to the console). A job is marked run only once it is on the
+bus; when the bus is full it stays due and goes at the next tick.
 """
-from mimi import config, log, seam
-
-TAG = "cron"
+from mimi import commands, config, log, seam
 
 
 class Cron:
@@ -31,65 +29,38 @@ class Cron:
     def __init__(self, bus, store=None):
         self.bus = bus
         self.store = store
-        self._next_ms = seam.ticks_ms()
-
-    def _job_store(self):
-        if self.store is None:
-            from mimi.storage import cronjobs
-
-            self.store = cronjobs
-        return self.store
+        self.next_ms = seam.ticks_ms()
 
     def tick(self, now_ms):
         """Look for due jobs every ``CRON_TICK_MS``; cheap otherwise."""
-        if seam.ticks_diff(now_ms, self._next_ms) < 0:
+        if seam.ticks_diff(now_ms, self.next_ms) < 0:
             return 0
-        self._next_ms = seam.ticks_add(now_ms, config.CRON_TICK_MS)
+        self.next_ms = seam.ticks_add(now_ms, config.CRON_TICK_MS)
         return self.run_due(seam.time_s())
 
     def run_due(self, now_s):
         """Queue every job due at ``now_s``; return how many went on the bus."""
         if not seam.clock_synced():
             return 0
-        store = self._job_store()
-        try:
-            jobs = store.due(now_s)
-        except Exception as e:  # noqa: BLE001 - a damaged store must not stop the I/O thread
-            log.exc(TAG, "reading the jobs failed", e)
-            return 0
+        from mimi.storage import cronjobs, sessions
+
+        self.store = self.store or cronjobs
         n = 0
-        for job in jobs:
-            if not self.bus.inbound.put(message(job)):
-                log.warn(TAG, "the assistant is busy: job %s waits for the next tick", job.get("id"))
-                break
-            n += 1
-            try:
-                store.mark_run(job["id"], now_s)
-            except Exception as e:  # noqa: BLE001
-                log.exc(TAG, "recording the run of %s failed" % job.get("id"), e)
-            log.info(TAG, "job %s queued for %s", job.get("id"), job.get("chat_id"))
+        try:
+            for job in self.store.due(now_s):
+                jid = str(job.get("id"))
+                k = job.get("kind")
+                when = "every %d s" % job.get("every_s", 0) if k == "every" else \
+                    "daily at %s (local)" % job.get("hhmm") if k == "daily" else "once"
+                if not self.bus.inbound.put({"channel": "cron", "chat_id": str(job.get("chat_id")),
+                                             "session": sessions.key_for("cron", jid),
+                                             "text": commands.text("cron", jid, when, job.get("text", "")),
+                                             "job": jid, "reply_channel": job.get("channel") or "telegram"}):
+                    log.warn("cron", "busy: %s", jid)  # stays due: the next tick
+                    break
+                n += 1
+                self.store.mark_run(jid, now_s)
+                log.info("cron", "queued %s", jid)
+        except Exception as e:  # noqa: BLE001 - a damaged store must not stop the I/O thread
+            log.exc("cron", "jobs", e)
         return n
-
-
-def _session(job_id):
-    from mimi.storage import sessions
-
-    return sessions.key_for("cron", job_id)
-
-
-def _when(job):
-    k = job.get("kind")
-    if k == "every":
-        return "every %d s" % job.get("every_s", 0)
-    if k == "daily":
-        return "daily at %s (local)" % job.get("hhmm")
-    return "once"
-
-
-def message(job):
-    """The inbound message for ``job`` (a job dict from the store)."""
-    jid = str(job.get("id"))
-    return {"channel": "cron", "chat_id": str(job.get("chat_id")), "session": _session(jid),
-            "text": "[scheduled job %s, %s; your reply goes to this chat] %s" % (jid, _when(job), job.get("text", "")),
-            "job": jid,
-            "reply_channel": job.get("channel") or "telegram"}
