@@ -55,16 +55,15 @@ def init(agent_factory=None):
 
         state["context"] = Context(config.AGENT_CONTEXT_BYTES)
         bufs = bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES)
-        from mimi import ioloop  # noqa: F401
+        from mimi import ioloop, services  # noqa: F401
         from mimi.agent import loop  # noqa: F401
         from mimi.channels import console  # noqa: F401
-        from mimi.channels.telegram import BotApi, Telegram
+        from mimi.channels.telegram import Telegram
         from mimi.net import http  # noqa: F401
-        from mimi.services import cron, heartbeat  # noqa: F401
-        from mimi.storage import cronjobs, sessions  # noqa: F401
+        from mimi.storage import cronjobs  # noqa: F401
 
         state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
-        state["telegram"] = Telegram(state["bus"], BotApi(*bufs))
+        state["telegram"] = Telegram(state["bus"], bufs=bufs)
         seam.collect()
     register_tools()
     log.info("app", "heap %s", seam.mem_free())
@@ -98,7 +97,7 @@ def heartbeat():
     """The heartbeat service (made on first use)."""
     if state["heartbeat"] is None:
         init()
-        from mimi.services.heartbeat import Heartbeat
+        from mimi.services import Heartbeat
         state["heartbeat"] = Heartbeat(state["bus"])
     return state["heartbeat"]
 
@@ -191,11 +190,21 @@ def _thread(name):
     finally:
         t["alive"] = False
         if state["stop"] and not _alive():
-            stop(1)  # the last thread out (also after Ctrl-C in a thread)
+            _stopped()  # the last thread out (also after Ctrl-C in a thread); no log here
 
 
 def _alive():
     return any(t.get("alive") for t in state["threads"].values())
+
+
+def _stopped():
+    """Both threads ended: the app is stopped. A started watchdog cannot be stopped: a
+    small thread keeps feeding it until the app starts again."""
+    with _lock:
+        state["running"] = False
+        if state["wdt"] and not state["feeder"]:
+            state["feeder"] = True
+            seam.start_thread(_idle_feeder, (), 4096)
 
 
 def _idle_feeder():
@@ -253,11 +262,7 @@ def stop(timeout_ms=None):
     t0 = seam.ticks_ms()
     while _alive() and seam.ticks_diff(seam.ticks_ms(), t0) < (timeout_ms or config.APP_STOP_WAIT_MS):
         seam.sleep_ms(20)
-    with _lock:
-        state["running"] = False
-        if state["wdt"] and not state["feeder"]:  # the watchdog cannot be stopped: keep feeding it
-            state["feeder"] = True
-            seam.start_thread(_idle_feeder, (), 4096)
+    _stopped()
     done = not _alive()
     log.info("app", "stopped" if done else "stopping")
     return done

@@ -15,7 +15,7 @@ from mimi import config, log, seam
 def run():
     """The I/O thread's loop, until the app stops (``app.state["stop"]``)."""
     from mimi import app, boot
-    from mimi.services.cron import Cron
+    from mimi.services import Cron
 
     state = app.state
     net = state["net"] = state["net"] or boot.NetKeeper()
@@ -51,12 +51,12 @@ def route(msg):
     """Hand an outbound message to its channel; False when the channel has no room yet."""
     from mimi import app
     from mimi.channels import console
-    from mimi.services import heartbeat
+    from mimi import services
 
     ch = msg.get("channel")
     cid = str(msg.get("chat_id", ""))
     if ch == "heartbeat":  # the owner gets a report, not the OK, the typing or notes
-        if msg.get("kind", "text") != "text" or heartbeat.is_ok(msg.get("text")):
+        if msg.get("kind", "text") != "text" or services.is_ok(msg.get("text")):
             return True
         ch = "telegram"
     elif ch == "cron":

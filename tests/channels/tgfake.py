@@ -1,4 +1,4 @@
-"""A scripted stand-in for ``mimi.channels.telegram.BotApi`` (both runtimes).
+"""A scripted stand-in for the Bot API wire of ``mimi.channels.telegram.Telegram`` (both runtimes).
 
 Updates are given as JSON text, as Telegram sends them (non-ASCII escaped), and parsed
 with the runtime's own ``json.loads``, so MicroPython's lone surrogates reach the channel.

@@ -3,7 +3,7 @@ import support
 
 from mimi import bus, config, seam
 from mimi.channels import access
-from mimi.services import heartbeat as hb
+from mimi import services as hb
 from mimi.storage import fs
 
 RUNTIMES = ("cpython", "micropython")

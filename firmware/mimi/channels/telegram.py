@@ -2,7 +2,7 @@
 
 The I/O thread calls ``tick(now_ms)`` in its loop and ``deliver(msg)`` for outbound bus
 messages; nothing here blocks for the long poll (``http.Pending``), so replies go out
-while a poll waits. ``BotApi`` is the wire: one HTTP request per call, JSON bodies, URL
+while a poll waits. The Bot API wire (``call``) is one HTTP request per call, JSON bodies, URL
 ``<tg_api_base>/bot<token>/<method>`` (https://core.telegram.org/bots/api#making-
 requests; the base is a setting, so a self-hosted Bot API server or a test fake works).
 The token is part of the path: nothing here logs a URL.
@@ -42,12 +42,14 @@ Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
 """
 import json
 
+from micropython import const
+
 from mimi import commands, config, log, seam
 from mimi.channels import access, tgformat
 
+_TOKEN = const("bot token? from mimi import cli; cli.set_tg_token('123:ABC...')")
 # Message kinds that carry media or data but no text (a caption, when present, counts).
-_TOKEN = "bot token? from mimi import cli; cli.set_tg_token('123:ABC...')"
-_MEDIA = "photo sticker voice audio video video_note animation document location venue contact poll dice game story paid_media"
+_MEDIA = const("photo sticker voice audio video video_note animation document location venue contact poll dice game story paid_media")
 
 
 class TgError(Exception):
@@ -65,65 +67,12 @@ def _error(r):
         return TgError(r.status, "HTTP %d" % r.status, None)
 
 
-class BotApi:
-    """The Bot API for the token and base URL in the settings (read at every call, so a
-    new token applies at once). ``poll_buf``/``send_buf``: bytearrays allocated once.
-
-    Errors: ``TgError`` for an answer that is not 200; ``OSError`` for network trouble.
-    """
-
-    def __init__(self, poll_buf, send_buf):
-        self.poll_buf = poll_buf
-        self.send_buf = send_buf
-
-    def token(self):
-        return config.get("tg_token")
-
-    def _start(self, method, params, buf, timeout_ms):
-        from mimi.net import http
-
-        return http.start("POST", "%s/bot%s/%s" % (config.get("tg_api_base").rstrip("/"), self.token(), method),
-                          {"Content-Type": "application/json"}, json.dumps(params or {}), timeout_ms=timeout_ms,
-                          buf=buf, deadline_ms=timeout_ms + config.TG_SEND_TIMEOUT_MS)
-
-    def call(self, method, params=None, want_result=False):
-        """POST ``method`` with ``params`` (dict) as JSON.
-
-        Returns the ``result`` when ``want_result`` (it must fit ``send_buf``), else True.
-        A 200 answer is success whatever its size: sendMessage echoes the whole message,
-        which need not be read.
-        """
-        r = self._start(method, params, self.send_buf, config.TG_SEND_TIMEOUT_MS).finish()
-        if r.status != 200:
-            raise _error(r)
-        if not want_result:
-            return True
-        if r.truncated:
-            raise OSError("too big")
-        return r.json().get("result")
-
-    def start_poll(self, offset, timeout_s, limit):
-        """Send a getUpdates long poll; return its ``http.Pending``. Sending it confirms
-        every update below ``offset`` to Telegram."""
-        return self._start("getUpdates", {"offset": offset, "timeout": timeout_s, "limit": limit,
-                                          "allowed_updates": ("message", "edited_message", "callback_query")},
-                           self.poll_buf, config.TG_POLL_SOCKET_MS)
-
-    def updates(self, pending):
-        """A poll's answer: the list of updates, or the start of the answer (bytes) when it
-        did not fit the poll buffer. Raises ``TgError``, ``OSError``."""
-        r = pending.finish()
-        if r.status != 200:
-            raise _error(r)
-        if r.truncated:
-            return bytes(r.body[:512])
-        res = r.json().get("result")
-        return res if isinstance(res, list) else []
-
-
 class Telegram:
-    """``Telegram(bus, api=None)``; ``api``: a ``BotApi`` (default: one with buffers
-    allocated here) or a stand-in with ``token``, ``call``, ``start_poll``, ``updates``.
+    """``Telegram(bus, api=None, bufs=None)``: the channel, and the Bot API wire it uses
+    (``token``, ``call``, ``start_poll``, ``updates``) for the token and base URL in the
+    settings, read at every call so a new token applies at once. ``api``: a stand-in
+    with those four methods (tests); ``bufs``: the (poll, send) bytearrays, allocated
+    once (default: allocated here).
 
     ``outq``: reply chunks waiting, ``[chat_id, markdown, network failures, mode]`` (mode
     0 HTML, 1 plain, 2 plain after a split for "too long"); ``typing``: chat id ->
@@ -131,11 +80,12 @@ class Telegram:
     last reply.
     """
 
-    def __init__(self, bus, api=None):
+    def __init__(self, bus, api=None, bufs=None):
         self.bus = bus
-        self.api = api or BotApi(bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES))
+        self.api = api or self
+        self.bufs = None if api else bufs or (bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES))
         self.me = None  # getMe result once known
-        self.token = None  # the token self.me belongs to
+        self.key = None  # the token self.me belongs to
         self.offset = 0
         self.unsaved = 0
         self.poll = None  # the long poll under way (http.Pending)
@@ -148,6 +98,52 @@ class Telegram:
         self.typing = {}
         self.told = {}
         self.quiet = False  # the missing token was logged
+
+    # -- the wire (https://core.telegram.org/bots/api#making-requests) ----------------
+
+    def token(self):
+        return config.get("tg_token")
+
+    def _post(self, method, params, buf, timeout_ms):
+        from mimi.net import http
+
+        return http.start("POST", "%s/bot%s/%s" % (config.get("tg_api_base").rstrip("/"), self.token(), method),
+                          {"Content-Type": "application/json"}, json.dumps(params or {}), timeout_ms=timeout_ms,
+                          buf=buf, deadline_ms=timeout_ms + config.TG_SEND_TIMEOUT_MS)
+
+    def call(self, method, params=None, want_result=False):
+        """POST ``method`` with ``params`` (dict) as JSON. Returns the ``result`` when
+        ``want_result`` (it must fit the send buffer), else True: a 200 answer is success
+        whatever its size (sendMessage echoes the whole message, which need not be read).
+        Raises ``TgError`` (not 200), ``OSError`` (network)."""
+        r = self._post(method, params, self.bufs[1], config.TG_SEND_TIMEOUT_MS).finish()
+        if r.status != 200:
+            raise _error(r)
+        if not want_result:
+            return True
+        if r.truncated:
+            raise OSError("too big")
+        return r.json().get("result")
+
+    def start_poll(self, offset, timeout_s, limit):
+        """Send a getUpdates long poll; return its ``http.Pending``. Sending it confirms
+        every update below ``offset`` to Telegram."""
+        return self._post("getUpdates", {"offset": offset, "timeout": timeout_s, "limit": limit,
+                                         "allowed_updates": ("message", "edited_message", "callback_query")},
+                          self.bufs[0], config.TG_POLL_SOCKET_MS)
+
+    def updates(self, pending):
+        """A poll's answer: the list of updates, or the start of the answer (bytes) when it
+        did not fit the poll buffer. Raises ``TgError``, ``OSError``."""
+        r = pending.finish()
+        if r.status != 200:
+            raise _error(r)
+        if r.truncated:
+            return bytes(r.body[:512])
+        res = r.json().get("result")
+        return res if isinstance(res, list) else []
+
+    # -- the channel -------------------------------------------------------------------
 
     def save_offset(self, now_ms=None, force=False):
         """Store the offset when enough updates or time passed (or ``force``)."""
@@ -187,13 +183,30 @@ class Telegram:
                 self.quiet = True
             return False
         self.quiet = False
-        if token != self.token:  # the first tick, or the token changed: start afresh
+        if token != self.key:  # the first tick, or the token changed: start afresh
             self.stop()
             self.me = None
             self.offset = 0
-            self.token = token
-        if self.me is None and (seam.ticks_diff(now_ms, self.poll_at) < 0 or not self._hello(now_ms)):
-            return False
+            self.key = token
+        if self.me is None:  # getMe (id and username, for groups), the kept offset, the menu
+            if seam.ticks_diff(now_ms, self.poll_at) < 0:
+                return False
+            try:
+                me = self.me = self.api.call("getMe", want_result=True)
+            except (TgError, OSError) as e:
+                self._fail(e, now_ms)
+                return False
+            bid, _, off = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
+            if bid == str(me.get("id")) and off.isdigit():
+                self.offset = max(self.offset, int(off))
+            try:
+                self.api.call("setMyCommands", {"commands": [{"command": c, "description": d}
+                                                             for c, d in commands.menu()]})
+            except (TgError, OSError) as e:
+                log.warn("tg", "%s", e)
+            log.info("tg", "bot @%s", me.get("username"))
+            if not access.allowed():
+                print("\n" + commands.text("banner", me.get("username"), access.new_code()))
         busy = self._poll(now_ms)
         busy = self._send(now_ms) or busy
         for cid in list(self.typing):  # renew each chat's typing indicator every ~4 s
@@ -214,27 +227,6 @@ class Telegram:
                     pass
         self.save_offset(now_ms)
         return busy
-
-    def _hello(self, now):
-        """getMe (the bot's id and username, for groups), the kept offset, setMyCommands."""
-        try:
-            me = self.api.call("getMe", want_result=True)
-        except (TgError, OSError) as e:
-            self._fail(e, now)
-            return False
-        self.me = me
-        bid, _, off = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
-        if bid == str(me.get("id")) and off.isdigit():
-            self.offset = max(self.offset, int(off))
-        try:
-            self.api.call("setMyCommands", {"commands": [{"command": c, "description": d}
-                                                         for c, d in commands.menu()]})
-        except (TgError, OSError) as e:
-            log.warn("tg", "%s", e)
-        log.info("tg", "bot @%s", me.get("username"))
-        if not access.allowed():
-            print("\n" + commands.text("banner", me.get("username"), access.new_code()))
-        return True
 
     def _fail(self, e, now):
         """A failed getMe or poll: wait as the error asks, or back off (1 s doubling)."""
