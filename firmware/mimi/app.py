@@ -57,7 +57,6 @@ def init(agent_factory=None):
         bufs = bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES)
         from mimi import ioloop, services  # noqa: F401
         from mimi.agent import loop  # noqa: F401
-        from mimi.channels import console  # noqa: F401
         from mimi.channels.telegram import Telegram
         from mimi.net import http  # noqa: F401
         from mimi.storage import cronjobs  # noqa: F401
@@ -130,8 +129,10 @@ def _stopping():
 
 
 def _may_restart(name, now):
-    lst = _restarts[name]
-    lst[:] = [t for t in lst if seam.ticks_diff(now, t) < config.APP_RESTART_WINDOW_MS]
+    """Count a restart of thread ``name``; False when there were too many in the window."""
+    lst = _restarts[name]  # ticks of its restarts, oldest first
+    while lst and seam.ticks_diff(now, lst[0]) >= config.APP_RESTART_WINDOW_MS:
+        lst.pop(0)
     lst.append(now)
     return len(lst) <= config.APP_RESTARTS_MAX
 
@@ -184,9 +185,7 @@ def _thread(name):
                 _reset("%s thread failed %d times" % (name, config.APP_RESTARTS_MAX))
                 break
             t["restarts"] += 1
-            t0 = seam.ticks_ms()
-            while not state["stop"] and seam.ticks_diff(seam.ticks_ms(), t0) < config.APP_RESTART_PAUSE_MS:
-                seam.sleep_ms(50)
+            seam.sleep_ms(config.APP_RESTART_PAUSE_MS)
     finally:
         t["alive"] = False
         if state["stop"] and not _alive():
@@ -194,7 +193,10 @@ def _thread(name):
 
 
 def _alive():
-    return any(t.get("alive") for t in state["threads"].values())
+    for t in state["threads"].values():
+        if t.get("alive"):
+            return True
+    return False
 
 
 def _stopped():

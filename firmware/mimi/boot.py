@@ -8,15 +8,15 @@
   power cut; the app clears
   the count once it has run healthy. Soft resets (Ctrl-D, mpremote) and power-ons do not
   count.
-- WiFi: a few attempts at boot (``BOOT_WIFI_TRIES``), then ``NetKeeper`` in the I/O
-  thread keeps trying with backoff (2 s doubling to 5 min) and never gives up (MimiClaw
-  stops after 10 tries), and reconnects when the link drops.
-- Clock: NTP at boot, retried with backoff while unset, and again every day (the RTC
-  drifts). ``seam`` hides the port's epoch (2000 on the ESP32, 1970 elsewhere).
+- WiFi: ``NetKeeper`` connects, for ``BOOT_WIFI_TRIES`` attempts' time at boot, then in
+  the I/O thread it keeps trying with backoff (2 s doubling to 5 min) and never gives up
+  (MimiClaw stops after 10 tries), and reconnects when the link drops.
+- Clock: NTP once WiFi is up, retried with backoff while it fails, and again every day
+  (the RTC drifts). ``seam`` hides the port's epoch (2000 on the ESP32, 1970 elsewhere).
 """
 import os
 
-from mimi import config, log, seam
+from mimi import commands, config, log, seam
 
 
 state = {"safe": False, "reason": "", "crashes": 0}
@@ -69,7 +69,7 @@ def set_safe_flag(on):
     p = seam.real_path(config.BOOT_SAFE_FLAG)
     if on:
         with open(p, "w") as f:
-            f.write("cli.safe_mode('off') removes me\n")
+            f.write(commands.text("safe_file"))
         return
     try:
         os.remove(p)
@@ -92,9 +92,9 @@ def check_safe_mode(cause=None):
     n = state["crashes"] = crashes()
     state["safe"] = True
     if safe_flag():
-        state["reason"] = "the flag file %s exists" % config.BOOT_SAFE_FLAG
+        state["reason"] = commands.text("safe_flag", config.BOOT_SAFE_FLAG)
     elif n >= config.BOOT_CRASH_LIMIT:
-        state["reason"] = "the last %d boots crashed before the assistant was running" % n
+        state["reason"] = commands.text("safe_loop", n)
     else:
         state["safe"] = False
         state["reason"] = ""
@@ -106,39 +106,32 @@ def check_safe_mode(cause=None):
 # -- WiFi and clock ----------------------------------------------------------------------
 
 
-def _ntp():
-    try:
-        seam.ntp_sync()
-        return True
-    except (OSError, OverflowError, IndexError) as e:
-        log.warn("boot", "NTP: %s", e)
-        return False
-
-
 def run():
-    """Bring the board up. Returns True when WiFi and the clock are ready; never raises."""
+    """Bring the board up. Returns True when WiFi and the clock are ready; never raises.
+
+    WiFi and NTP go through ``NetKeeper`` (the same upkeep as the I/O thread's), for at
+    most ``BOOT_WIFI_TRIES`` connection attempts' time; then the app starts either way.
+    """
     try:
         seam.collect()
         if check_safe_mode():
-            from mimi import commands
-
             print(commands.text("safe", state["reason"]))
             return False
-        log.info("boot", "crashes %d", state["crashes"])
-        ssid = config.get("wifi_ssid")
-        up = False
-        for i in range(config.BOOT_WIFI_TRIES if ssid else 0):
-            up = up or seam.wifi_connect(ssid, config.get("wifi_pass"), config.BOOT_WIFI_WAIT_MS)
-        log.info("boot", "wifi %s: %s", ssid or "not set (cli.set_wifi)", "connected" if up else "down")
-        for i in range(config.BOOT_NTP_TRIES if up and not seam.clock_synced() else 0):
-            if _ntp():
-                break
-        return up and seam.clock_synced()
+        if not config.get("wifi_ssid"):
+            log.warn("boot", commands.text("no_wifi"))
+            return False
+        k = NetKeeper()
+        t0 = seam.ticks_ms()
+        while not (k.tick(seam.ticks_ms()) and seam.clock_synced()):
+            if seam.ticks_diff(seam.ticks_ms(), t0) > config.BOOT_WIFI_TRIES * config.BOOT_WIFI_WAIT_MS:
+                return False
+            seam.sleep_ms(100)
+        return True
     except KeyboardInterrupt:
         # Ctrl-C during boot: this boot stays at the REPL (the app is not started).
         state["safe"] = True
         state["reason"] = "Ctrl-C during boot"
-        print("\n[boot] Ctrl-C: no app this time (app.start() starts it)")
+        print(commands.text("boot_ctrlc"))
         raise
     except Exception as e:  # noqa: BLE001 - boot must never leave the board without a REPL
         log.exc("boot", "boot", e)
@@ -193,11 +186,13 @@ class NetKeeper:
             self.up = up
             self.wifi_next_ms = seam.ticks_add(now, wait)
         if up and seam.ticks_diff(now, self.ntp_next_ms) >= 0:
-            if _ntp():
+            try:
+                seam.ntp_sync()
                 self.ntp_syncs += 1
                 self.ntp_backoff_ms = config.BOOT_NTP_RETRY_MIN_MS
                 wait = config.BOOT_NTP_RESYNC_MS
-            else:
+            except (OSError, OverflowError, IndexError) as e:
+                log.warn("boot", "NTP: %s", e)
                 wait = self.ntp_backoff_ms
                 self.ntp_backoff_ms = min(wait * 2, config.BOOT_NTP_RETRY_MAX_MS)
             self.ntp_next_ms = seam.ticks_add(now, wait)

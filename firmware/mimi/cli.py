@@ -78,6 +78,7 @@ def _do(name, x, a):
     from mimi.storage import fs, sessions
 
     group, _, verb = name.partition("_")
+    rows = []  # what a listing command prints, one line each
     if group == "set":
         if verb == "wifi":
             config.set("wifi_ssid", x)
@@ -106,21 +107,24 @@ def _do(name, x, a):
             config.set(verb, x)
         return "%s set to %s" % (verb, config.masked(verb))
     if group == "wifi":
-        if verb == "scan":
-            return ["%4d dBm  ch %2d  %s" % (r, c, s) for s, r, c in seam.wifi_scan()]
-        return commands.wifi()
+        if verb != "scan":
+            return commands.wifi()
+        for s, r, c in seam.wifi_scan():
+            rows.append("%4d dBm  ch %2d  %s" % (r, c, s))
     if group == "allow":
         return access.allow(x)
     if group == "deny":
         return access.deny(x)
     if group == "chats":
-        own = access.owner()
-        return [c + ("  (owner)" if c == own else "") for c in access.allowed()]
+        for c in access.allowed():
+            rows.append(c + ("  (owner)" if c == access.owner() else ""))
     if group == "pair":
         return commands.text("pair", access.new_code())
     if group == "config":
         if verb == "show":
-            return ["%-16s %s" % (n, config.masked(n) or "-") for n in config.SETTINGS]
+            for n in config.SETTINGS:
+                rows.append("%-16s %s" % (n, config.masked(n) or "-"))
+            return rows
         if x != "all" and x not in config.SETTINGS:
             return "no setting '%s'" % x
         config.reset(None if x == "all" else x)
@@ -129,7 +133,9 @@ def _do(name, x, a):
         from mimi.storage import skills
 
         if x is None:
-            return ["%-20s %s" % it for it in skills.list()]
+            for it in skills.list():
+                rows.append("%-20s %s" % it)
+            return rows
         t, cut, _ = fs.read_text(skills.path(x.strip()), 4096)
         return t + ("\n[...]" if cut else "")
     if group == "memory":
@@ -138,16 +144,18 @@ def _do(name, x, a):
         from mimi.storage import memory
 
         memory.write_memory(x)
-        return "MEMORY.md: %d bytes" % len(x.encode())
+        return "%d bytes" % len(x.encode())
     if group == "session":
-        if x is None:
-            return ["%-24s %6d bytes" % (k, fs.size(sessions.path_for(k)) or 0) for k in sessions.keys()]
-        return commands.new_session(x.strip())
+        if x is not None:
+            return commands.new_session(x.strip())
+        for k in sessions.keys():
+            rows.append("%-24s %d B" % (k, fs.size(sessions.path_for(k)) or 0))
     if group == "cron":
         from mimi.storage import cronjobs
 
-        return ["%-5s %-28s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"), j.get("chat_id"),
-                                             j.get("text")) for j in cronjobs.list()]
+        for j in cronjobs.list():
+            rows.append("%s %s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"),
+                                                j.get("chat_id"), j.get("text")))
     if group == "heap":
         return "heap: " + commands.heap()
     if group == "status":
@@ -163,7 +171,7 @@ def _do(name, x, a):
             try:
                 args = json.loads(args) if args.strip() else {}
             except ValueError:
-                raise TypeError("the arguments are a JSON object")
+                raise TypeError(commands.text("json"))
         app.register_tools()
         t, err = registry.execute(x, args, {"channel": "cli", "chat_id": config.CLI_CHAT_ID,
                                             "session": "cli_console", "bus": app.state["bus"]})
@@ -171,30 +179,31 @@ def _do(name, x, a):
     if group == "ask":
         return _ask(x)
     if group == "start":
-        return "started" if app.init() and app.start() else "not started"
+        return "started" if app.init() and app.start() else commands.text("nostart")
     if group == "stop":
-        return "stopped" if app.stop() else "still stopping"
+        return "stopped" if app.stop() else "stopping"
     if group == "safe":
         from mimi import boot
 
         if x not in ("on", "off", True, False):
             raise TypeError("on or off")
         boot.set_safe_flag(x in ("on", True))
-        return "safe mode: %s" % x
+        return "%s set to %s" % (name, x)
     if group == "restart":
-        app.restart()
+        return app.restart()
     if group == "help":
         return "usage: " + _spec(x) if x and _spec(x) else commands.text("cli")
-    return None
+    return rows
 
 
 def _ask(text):
     """Chat with the agent as the ``cli`` channel; print its replies as they come."""
     from mimi import app
-    from mimi.channels import console
+    from mimi import ioloop as console
 
     msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": text.strip(), "session": "cli_console"}
-    del console.inbox[:]
+    box = console.inbox
+    del box[:]
     if not app.running():
         return app.handle_inline(msg) or "-"
     console.asking[0] = True
@@ -204,7 +213,7 @@ def _ask(text):
         t0 = seam.ticks_ms()
         got = None  # when the last reply came (an agent without "idle" is done 1.5 s later)
         while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
-            m = console.take()
+            m = box.pop(0) if box else None
             if m is None:
                 if got is not None and seam.ticks_diff(seam.ticks_ms(), got) > 1500:
                     return None
@@ -265,7 +274,7 @@ def execute(line):
     if not line or line[0] == "#":
         return True
     if len(line) > config.CLI_LINE_MAX:
-        out("line too long")
+        out("too long")
         return True
     name, _, rest = line.partition(" ")
     if name in ("exit", "quit"):
@@ -274,21 +283,15 @@ def execute(line):
     if not spec:
         out("unknown command '%s'" % name)
         return True
-    words = spec.split("  ")[0].split()[1:]
-    if words and "..." in words[-1]:  # the last argument takes the rest of the line
-        a = []
-        rest = rest.strip()
-        while rest and len(a) < len(words) - 1:
-            w, _, rest = rest.partition(" ")
-            a.append(w)
-            rest = rest.strip()
-        if rest:
-            a.append(rest)
+    words = spec.split("  ")[0].split()
+    if "..." in words[-1]:  # the last argument takes the rest of the line
+        a = rest.split(None, len(words) - 2)
     else:
         try:
             a = split(rest)
-        except ValueError as e:
-            out("%s; usage: %s" % (e, spec))
+        except ValueError as e:  # an unclosed quote
+            out(e)
+            out("usage: " + spec)
             return True
     _run(name, tuple(a), spec)
     return True

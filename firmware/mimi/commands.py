@@ -49,7 +49,11 @@ def text(key, *args):
 def menu():
     """The command menu for ``setMyCommands``: ``[(name, description)]``, the ``/name -
     description`` lines of the /help text."""
-    return [ln[1:].split(" - ", 1) for ln in text("help").split("\n") if ln[:1] == "/"]
+    out = []
+    for ln in text("help").split("\n"):
+        if ln[:1] == "/":
+            out.append(ln[1:].split(" - ", 1))
+    return out
 
 
 def status():

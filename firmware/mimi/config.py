@@ -49,11 +49,10 @@ THREAD_IO_STACK_BYTES = const(16384)
 
 # -- boot (mimi/boot.py; issue 5) -------------------------------------------------------
 BOOT_WIFI_WAIT_MS = const(15000)  # one connection attempt
-BOOT_WIFI_TRIES = const(2)  # at boot; then the I/O thread keeps trying, never giving up
+BOOT_WIFI_TRIES = const(2)  # attempts' time at boot; then the I/O thread keeps trying, never giving up
 BOOT_WIFI_BACKOFF_MIN_MS = const(2000)
 BOOT_WIFI_BACKOFF_MAX_MS = const(300000)
 BOOT_WIFI_CHECK_MS = const(5000)  # how often the I/O thread looks at the link
-BOOT_NTP_TRIES = const(3)  # at boot
 BOOT_NTP_RETRY_MIN_MS = const(30000)
 BOOT_NTP_RETRY_MAX_MS = const(900000)
 BOOT_NTP_RESYNC_MS = const(86400000)  # daily: the RTC drifts seconds per day

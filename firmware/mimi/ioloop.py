@@ -5,11 +5,18 @@ heartbeat, and supervises the agent thread (``app.watch``, which feeds the watch
 Nothing in the loop blocks long: the Telegram long poll is an ``http.Pending`` checked
 each pass, and the loop waits ``APP_IO_WAIT_MS`` on the outbound queue when idle.
 
-Routing (``route``): ``telegram`` -> the Telegram channel; ``cli`` -> the console;
-``cron`` -> Telegram for a numeric chat id, else the console; ``heartbeat`` -> the owner
-on Telegram, except typing/notes and a ``HEARTBEAT_OK`` reply, which are dropped.
+Routing (``route``): ``telegram`` -> the Telegram channel; ``cli`` -> the serial
+console; ``cron`` -> Telegram for a numeric chat id, else the console; ``heartbeat`` ->
+the owner on Telegram, except typing/notes and a ``HEARTBEAT_OK`` reply, which are
+dropped. The console (the ``cli`` channel's outbound side) is the few lines here: while
+``mimi.cli.ask`` waits (``asking``) its messages are kept in ``inbox`` for it, otherwise a
+text is printed at once (a cron job reporting to the console).
 """
 from mimi import config, log, seam
+
+inbox = []  # cli messages kept for ``ask`` (at most 32; list operations are atomic)
+asking = [False]
+out = print  # where console replies are printed (tests collect them)
 
 
 def run():
@@ -49,9 +56,7 @@ def run():
 
 def route(msg):
     """Hand an outbound message to its channel; False when the channel has no room yet."""
-    from mimi import app
-    from mimi.channels import console
-    from mimi import services
+    from mimi import app, services
 
     ch = msg.get("channel")
     cid = str(msg.get("chat_id", ""))
@@ -64,6 +69,11 @@ def route(msg):
     if ch == "telegram":
         return app.state["telegram"].deliver(msg)
     if ch == "cli":
-        return console.deliver(msg)
+        if asking[0]:
+            if len(inbox) < 32:
+                inbox.append(msg)
+        elif msg.get("kind") == "text":
+            out("\n[mimi] %s" % msg.get("text", ""))
+        return True
     log.warn("io", "dropped %s", ch)
     return True

@@ -155,7 +155,7 @@ class Heartbeat:
         if not owner:
             return commands.text("hb_owner", len(tasks))
         if not self.bus.inbound.put({"channel": "heartbeat", "chat_id": owner, "session": sessions.key_for("heartbeat", owner),
-                                     "text": commands.text("heartbeat", "\n".join("- " + t for t in tasks)),
+                                     "text": commands.text("heartbeat", "- " + "\n- ".join(tasks)),
                                      "reply_channel": "telegram"}):
             self.next_ms = seam.ticks_add(seam.ticks_ms(), 60000)  # busy: try again in a minute
             return commands.text("hb_busy")

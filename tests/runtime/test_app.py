@@ -6,7 +6,6 @@ import machine
 import support
 
 from mimi import app, boot, config, ioloop, seam
-from mimi.channels import console
 
 RUNTIMES = ("cpython", "micropython")
 
@@ -44,7 +43,7 @@ def _setup(factory=Echo, **cfg):
     for k in cfg:
         setattr(config, k, cfg[k])
     del _out[:]
-    console.out = lambda *a: _out.append(" ".join(str(x) for x in a))
+    ioloop.out = lambda *a: _out.append(" ".join(str(x) for x in a))
     app._reset = _fake_reset
     del _resets[:]
     assert app.init(agent_factory=factory)

@@ -25,7 +25,8 @@ def _id(chat_id):
 
 def allowed():
     """The allowed chat ids (list of str), in the order they were added."""
-    return [x for x in config.get("allowed_chats").split(",") if x]
+    v = config.get("allowed_chats")
+    return v.split(",") if v else []  # written by allow/deny only: no empty items
 
 
 def is_allowed(chat_id):

@@ -59,11 +59,9 @@ class TgError(Exception):
 
 def _error(r):
     try:
-        d = r.json() if not r.truncated else {}
-        p = d.get("parameters") or {}
-        return TgError(d.get("error_code") or r.status, d.get("description") or "HTTP %d" % r.status,
-                       p.get("retry_after"))
-    except (ValueError, AttributeError):
+        d = r.json()
+        return TgError(d["error_code"], d["description"], (d.get("parameters") or {}).get("retry_after"))
+    except Exception:  # noqa: BLE001 - not the Bot API's error JSON (a proxy, a cut answer)
         return TgError(r.status, "HTTP %d" % r.status, None)
 
 
@@ -75,9 +73,9 @@ class Telegram:
     once (default: allocated here).
 
     ``outq``: reply chunks waiting, ``[chat_id, markdown, network failures, mode]`` (mode
-    0 HTML, 1 plain, 2 plain after a split for "too long"); ``typing``: chat id ->
-    [next sendChatAction ticks, since ticks]; ``told``: stranger chat id -> ticks of the
-    last reply.
+    0 HTML, 1 plain, 2 plain after a split for "too long"); ``typing``: chat id -> ticks
+    since when it shows typing (renewed for all every ``TG_TYPING_EVERY_MS``); ``told``:
+    stranger chat id -> ticks of the last reply.
     """
 
     def __init__(self, bus, api=None, bufs=None):
@@ -91,7 +89,7 @@ class Telegram:
         self.poll = None  # the long poll under way (http.Pending)
         self.held = None  # updates received, acted on once the next poll confirmed them
         self.limit = config.TG_POLL_LIMIT
-        self.saved_ms = self.poll_at = self.send_at = seam.ticks_ms()  # poll_at/send_at: back-off
+        self.saved_ms = self.poll_at = self.send_at = self.typing_at = seam.ticks_ms()  # *_at: when due
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.stats = {"updates": 0, "sent": 0, "dropped": 0, "poll_errors": 0}
         self.outq = []
@@ -145,9 +143,9 @@ class Telegram:
 
     # -- the channel -------------------------------------------------------------------
 
-    def save_offset(self, now_ms=None, force=False):
+    def save_offset(self, force=False):
         """Store the offset when enough updates or time passed (or ``force``)."""
-        now = seam.ticks_ms() if now_ms is None else now_ms
+        now = seam.ticks_ms()
         if not self.unsaved or self.me is None or not force and self.unsaved < config.TG_OFFSET_SAVE_EVERY \
                 and seam.ticks_diff(now, self.saved_ms) < config.TG_OFFSET_SAVE_MS:
             return
@@ -166,11 +164,11 @@ class Telegram:
             except OSError:
                 pass
             self.poll = None
-        ids = [u.get("update_id") for u in self.held or () if isinstance(u, dict)]
-        ids = [i for i in ids if isinstance(i, int)]
-        if ids:
-            self.offset = min(ids)
-            self.unsaved += 1
+        for u in self.held or ():
+            uid = u.get("update_id") if isinstance(u, dict) else None
+            if isinstance(uid, int) and uid < self.offset:
+                self.offset = uid
+                self.unsaved += 1
         self.held = None
         self.save_offset(force=True)
 
@@ -199,9 +197,11 @@ class Telegram:
             bid, _, off = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
             if bid == str(me.get("id")) and off.isdigit():
                 self.offset = max(self.offset, int(off))
+            menu = []
+            for c, d in commands.menu():
+                menu.append({"command": c, "description": d})
             try:
-                self.api.call("setMyCommands", {"commands": [{"command": c, "description": d}
-                                                             for c, d in commands.menu()]})
+                self.api.call("setMyCommands", {"commands": menu})
             except (TgError, OSError) as e:
                 log.warn("tg", "%s", e)
             log.info("tg", "bot @%s", me.get("username"))
@@ -209,23 +209,19 @@ class Telegram:
                 print("\n" + commands.text("banner", me.get("username"), access.new_code()))
         busy = self._poll(now_ms)
         busy = self._send(now_ms) or busy
-        for cid in list(self.typing):  # renew each chat's typing indicator every ~4 s
-            t = self.typing[cid]
-            if seam.ticks_diff(now_ms, t[1]) > config.TG_TYPING_MAX_MS:
-                del self.typing[cid]
-            elif seam.ticks_diff(now_ms, t[0]) >= 0 and seam.ticks_diff(now_ms, self.send_at) >= 0:
-                t[0] = seam.ticks_add(now_ms, config.TG_TYPING_EVERY_MS)
+        if self.typing and seam.ticks_diff(now_ms, self.typing_at) >= 0 <= seam.ticks_diff(now_ms, self.send_at):
+            self.typing_at = seam.ticks_add(now_ms, config.TG_TYPING_EVERY_MS)  # Telegram shows it 5 s
+            for cid in list(self.typing):
+                if seam.ticks_diff(now_ms, self.typing[cid]) > config.TG_TYPING_MAX_MS:
+                    del self.typing[cid]  # nobody ended it
+                    continue
                 try:
                     self.api.call("sendChatAction", {"chat_id": cid, "action": "typing"})
-                except TgError as e:
-                    if e.args[0] == 429:
-                        self.send_at = seam.ticks_add(now_ms, 1000 * min(int(e.args[2] or 5),
-                                                                         config.TG_RETRY_AFTER_MAX_S))
-                    else:
-                        del self.typing[cid]
+                except TgError:  # refused: no more typing for that chat
+                    del self.typing[cid]
                 except OSError:
                     pass
-        self.save_offset(now_ms)
+        self.save_offset()
         return busy
 
     def _fail(self, e, now):
@@ -321,7 +317,7 @@ class Telegram:
             chat = m.get("chat") or {}
             cid = str(chat.get("id"))
             ctype = chat.get("type")
-            if ctype == "channel" or chat.get("id") is None:
+            if ctype == "channel" or cid == "None":
                 return
             text = m.get("text")
             caption = text is None and m.get("caption") is not None
@@ -390,8 +386,9 @@ class Telegram:
         cid = str(msg.get("chat_id"))
         kind = msg.get("kind", "text")
         if kind == "typing":
-            now = seam.ticks_ms()
-            self.typing.setdefault(cid, [now, now])
+            if cid not in self.typing:
+                self.typing[cid] = now = seam.ticks_ms()
+                self.typing_at = seam.ticks_add(now, -1000)  # due now
         elif kind == "idle":
             self.typing.pop(cid, None)
         elif (msg.get("text") or "").strip():
@@ -412,8 +409,6 @@ class Telegram:
                           {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
             q.pop(0)
             self.stats["sent"] += 1
-            if cid in self.typing:  # a message ends Telegram's indicator; renew it in 4 s
-                self.typing[cid][0] = seam.ticks_add(now, config.TG_TYPING_EVERY_MS)
         except TgError as e:
             code, desc, after = e.args
             if code == 429:
@@ -442,15 +437,9 @@ class Telegram:
 
 
 def _int_after(raw, key):
-    """The integer written right after ``key`` in ``raw`` (bytes), or None."""
-    i = raw.find(key)
-    if i < 0:
-        return None
-    i += len(key)
-    j = i + 1
-    while j < len(raw) and 48 <= raw[j] <= 57:
-        j += 1
+    """The integer written right after ``key`` (and before a comma) in ``raw`` (bytes), or None."""
+    i = raw.find(key) + len(key)
     try:
-        return int(raw[i:j])
+        return int(raw[i:raw.find(b",", i)]) if i >= len(key) else None
     except ValueError:
         return None

@@ -21,18 +21,14 @@ _UNDER = const(95)
 _TILDE = const(126)
 
 
-def units(b):
-    """UTF-16 code units in UTF-8 bytes ``b``: 1 per character, 2 above U+FFFF."""
+def utf16_len(s):
+    """Length of ``s`` (str, or UTF-8 bytes) as Telegram counts it: UTF-16 code units, 1
+    per character, 2 above U+FFFF."""
     n = 0
-    for c in b:
+    for c in s.encode() if isinstance(s, str) else s:
         if c < 0x80 or c >= 0xC0:
             n += 2 if c >= 0xF0 else 1
     return n
-
-
-def utf16_len(s):
-    """Length of ``s`` as Telegram counts it (UTF-16 code units)."""
-    return units(s.encode())
 
 
 def fix_surrogates(s):
@@ -41,13 +37,11 @@ def fix_surrogates(s):
     Telegram escapes every non-ASCII character in its JSON (``\\ud83d\\ude00`` for an
     emoji) and MicroPython's ``json.loads`` decodes each escape on its own, giving two
     3-byte sequences ``ED A0 BD ED B8 80`` instead of one 4-byte character. CPython
-    joins pairs itself but can leave a lone half, which cannot be encoded; both end here
-    as valid text. Returns ``s`` itself when there is nothing to fix.
+    joins pairs itself but can leave a lone half, which it cannot encode, except with
+    ``surrogatepass``, which gives the same 3 bytes; both end here as valid text.
+    Returns ``s`` itself when there is nothing to fix.
     """
-    try:
-        b = s.encode()
-    except UnicodeError:  # CPython: a lone surrogate
-        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in s)
+    b = s.encode("utf-8", "surrogatepass")  # CPython: a lone half as MicroPython has it
     out = bytearray()
     n = len(b)
     last = i = 0
@@ -154,7 +148,10 @@ def _inline(b, i, end, out, depth):
             j = b.find(b"](", i + 1, end)
             k = b.find(b")", j + 2, end) if j > i + 1 else -1
             url = b[j + 2:k]
-            if k > 0 and 32 not in url and any(url.startswith(s) for s in b"http:// https:// tg:// mailto:".split()):
+            ok = False
+            for s in b"http:// https:// tg:// mailto:".split():
+                ok = ok or url.startswith(s)
+            if k > 0 and 32 not in url and ok:
                 out += escape(b[lit:i])
                 out += '<a href="'.encode() + escape(url).replace(b'"', "&quot;".encode()) + b'">'
                 _inline(b, i + 1, j, out, _DEPTH_MAX)  # no links inside links
@@ -244,30 +241,37 @@ def md_to_html(md):
 # -- splitting --------------------------------------------------------------------------
 
 
-def cut_points(b, limit):
-    """Where to cut UTF-8 bytes ``b`` so each piece has at most ``limit`` UTF-16 units.
+def split(md, limit=TEXT_MAX_UNITS):
+    """Split Markdown ``md`` into chunks of at most ``limit`` UTF-16 units (list of str).
 
-    Returns the end offsets of the pieces (the last is ``len(b)``); the pieces are an
-    exact partition of ``b``. A cut goes after a blank line when one lies in the second
-    half of the window, else after a line break, else after a space, else (one long
-    word) between two characters, never inside one.
+    A cut goes after a blank line when one lies in the second half of the window, else
+    after a line break, else after a space, else (one long word) between two characters,
+    never inside one. Each chunk is sent as one message (converted with ``md_to_html``,
+    or as it is when Telegram rejects the HTML). A code block cut in two is closed at the
+    end of one chunk and reopened at the start of the next, so both render as code.
+    Nothing is lost or repeated: without code fences, ``"".join(split(md))`` is ``md``.
     """
+    b = md.encode()
     n = len(b)
-    cuts = []
-    start = 0
+    if n <= limit or utf16_len(b) <= limit:
+        return [md] if md else []
+    fence = "```".encode()
+    if b.find(fence) >= 0:
+        limit -= _FENCE_RESERVE  # room for closing and reopening a fence
     half = limit // 2
+    out = []
+    start = 0
+    lang = None  # the fence open at the cut: its language, else None
     while start < n:
-        used = 0
+        used = 0  # UTF-16 units from start to i
         i = start
-        para = line = word = -1
+        para = line = word = -1  # the last cut of each kind so far, and the units before it
         pu = lu = wu = 0
-        full = False
         while i < n:
             c = b[i]
-            if c < 0x80 or c >= 0xC0:
+            if c < 0x80 or c >= 0xC0:  # a character starts here
                 u = 2 if c >= 0xF0 else 1
                 if used + u > limit:
-                    full = True
                     break
                 used += u
             i += 1
@@ -277,40 +281,16 @@ def cut_points(b, limit):
                 line, lu = i, used
             elif c == 32 or c == 9:
                 word, wu = i, used
-        if not full:
-            cuts.append(n)
-            break
-        if para > 0 and pu >= half:
-            cut = para
-        elif line > 0 and lu >= half:
-            cut = line
-        elif word > 0 and wu >= half:
-            cut = word
-        else:
-            cut = max(para, line, word)
-            if cut <= start:
-                cut = i
-        cuts.append(cut)
-        start = cut
-    return cuts
-
-
-def split(md, limit=TEXT_MAX_UNITS):
-    """Split Markdown ``md`` into chunks of at most ``limit`` UTF-16 units (list of str).
-
-    Each chunk is sent as one message (converted with ``md_to_html``, or as it is when
-    Telegram rejects the HTML). A code block cut in two is closed at the end of one chunk
-    and reopened at the start of the next, so both render as code. Nothing is lost or
-    repeated: without code fences, ``"".join(split(md))`` is ``md``.
-    """
-    b = md.encode()
-    if len(b) <= limit or units(b) <= limit:
-        return [md] if md else []
-    fence = "```".encode()
-    out = []
-    start = 0
-    lang = None  # the fence open at the cut: its language, else None
-    for cut in cut_points(b, limit - (_FENCE_RESERVE if b.find(fence) >= 0 else 0)):
+        cut = i
+        if i < n:  # full: the best boundary in the window
+            if para > 0 and pu >= half:
+                cut = para
+            elif line > 0 and lu >= half:
+                cut = line
+            elif word > 0 and wu >= half:
+                cut = word
+            elif max(para, line, word) > start:
+                cut = max(para, line, word)
         piece = b[start:cut]
         head = fence + lang + b"\n" if lang is not None else b""
         lines = piece.split(b"\n")
