@@ -5,9 +5,11 @@ REPL on the serial console stays live.
 Threads (../shared/DESIGN.md, "Threads"; stack sizes in README "On the board"):
 - agent thread (``THREAD_AGENT_STACK_BYTES``): ``mimi.agent.loop.Agent(bus,
   context).run(stop)``, one inbound message at a time.
-- I/O thread (``THREAD_IO_STACK_BYTES``): ``mimi.ioloop.run()``: WiFi/NTP upkeep,
-  Telegram polling and sending, routing outbound messages, cron and heartbeat ticks, and
-  the watchdog (``watch``).
+- I/O thread (``THREAD_IO_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
+  (``boot.NetKeeper``), Telegram polling and sending, routing outbound messages
+  (``route``), cron and heartbeat ticks, and the watchdog (``watch``). Nothing in it
+  blocks long: the Telegram long poll is an ``http.Pending`` checked each pass, and the
+  loop waits ``APP_IO_WAIT_MS`` on the outbound queue when idle.
 MicroPython's threads share one interpreter lock (blocking socket calls release it), so
 this buys responsiveness, not parallel CPU.
 
@@ -18,6 +20,13 @@ progress (each pass of its loop asks ``stop()``) at least every ``APP_AGENT_STAL
 if the I/O thread itself hangs or dies, nobody feeds it and the board resets. Ctrl-C
 that reaches a thread stops the app (``stop()``); at the REPL, ``cli.run()`` and the host
 launcher turn Ctrl-C into ``stop()``.
+
+Routing (``route``): ``telegram`` -> the Telegram channel; ``cli`` -> the serial
+console; ``cron`` -> Telegram for a numeric chat id, else the console; ``heartbeat`` ->
+the owner on Telegram, except typing/notes and a ``HEARTBEAT_OK`` reply, which are
+dropped. The console (the ``cli`` channel's outbound side) is a few lines of ``route``:
+while ``mimi.cli.ask`` waits (``asking``) its messages are kept in ``inbox`` for it,
+otherwise a text is printed at once (a cron job reporting to the console).
 """
 from mimi import bus, config, log, seam
 
@@ -29,8 +38,10 @@ state = {
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
-_restarts = {"agent": [], "io": []}
 _agent_factory = [None]  # tests: fn(bus) -> object with run(stop) and handle(msg)
+inbox = []  # cli messages kept for ``cli.ask`` (at most 32; list operations are atomic)
+asking = [False]
+out = print  # where console replies are printed (tests collect them)
 
 
 def init(agent_factory=None):
@@ -55,17 +66,18 @@ def init(agent_factory=None):
 
         state["context"] = Context(config.AGENT_CONTEXT_BYTES)
         bufs = bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES)
-        from mimi import ioloop, services  # noqa: F401
+        from mimi import services  # noqa: F401
         from mimi.agent import loop  # noqa: F401
         from mimi.channels.telegram import Telegram
         from mimi.net import http  # noqa: F401
         from mimi.storage import cronjobs  # noqa: F401
 
-        state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
-        state["telegram"] = Telegram(state["bus"], bufs=bufs)
+        b = state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
+        state["telegram"] = Telegram(b, bufs=bufs)
+        state["heartbeat"] = services.Heartbeat(b)
+        register_tools()
         seam.collect()
-    register_tools()
-    log.info("app", "heap %s", seam.mem_free())
+        log.info("app", "heap %s", seam.mem_free())
     return True
 
 
@@ -93,11 +105,8 @@ def make_agent():
 
 
 def heartbeat():
-    """The heartbeat service (made on first use)."""
-    if state["heartbeat"] is None:
-        init()
-        from mimi.services import Heartbeat
-        state["heartbeat"] = Heartbeat(state["bus"])
+    """The heartbeat service (``init()`` makes it; None in safe mode)."""
+    init()
     return state["heartbeat"]
 
 
@@ -115,8 +124,6 @@ def forget():
     state["tools"] = state["stop"] = False
     state["threads"] = {}
     _agent_factory[0] = None
-    for k in _restarts:
-        del _restarts[k][:]
 
 
 # -- threads ------------------------------------------------------------------------------
@@ -128,9 +135,9 @@ def _stopping():
     return state["stop"]
 
 
-def _may_restart(name, now):
-    """Count a restart of thread ``name``; False when there were too many in the window."""
-    lst = _restarts[name]  # ticks of its restarts, oldest first
+def _may_restart(t, now):
+    """Count a restart of thread record ``t``; False when there were too many in the window."""
+    lst = t.setdefault("times", [])  # ticks of its restarts, oldest first
     while lst and seam.ticks_diff(now, lst[0]) >= config.APP_RESTART_WINDOW_MS:
         lst.pop(0)
     lst.append(now)
@@ -140,10 +147,8 @@ def _may_restart(name, now):
 def _reset(why):
     """Reset the board after a failure (tests replace this). The boot counts as a crash."""
     log.error("app", "reset: %s", why)
-    try:
-        state["telegram"].save_offset(force=True)
-    except Exception:  # noqa: BLE001
-        pass
+    if state["telegram"]:
+        state["telegram"].save_offset(True)
     seam.reset()
 
 
@@ -164,9 +169,7 @@ def _thread(name):
         while not state["stop"]:
             try:
                 if name == "io":
-                    from mimi import ioloop
-
-                    ioloop.run()
+                    _io_loop()
                 else:
                     a = make_agent()
                     _beat["agent"] = seam.ticks_ms()
@@ -181,7 +184,7 @@ def _thread(name):
             except Exception as e:  # noqa: BLE001 - a failing loop is restarted, never left dead
                 log.exc("app", name, e)
             seam.collect()
-            if not _may_restart(name, seam.ticks_ms()):
+            if not _may_restart(t, seam.ticks_ms()):
                 _reset("%s thread failed %d times" % (name, config.APP_RESTARTS_MAX))
                 break
             t["restarts"] += 1
@@ -270,6 +273,65 @@ def stop(timeout_ms=None):
     return done
 
 
+def _io_loop():
+    """The I/O thread's loop, until the app stops (``state["stop"]``)."""
+    from mimi import boot
+    from mimi.services import Cron
+
+    net = state["net"] = state["net"] or boot.NetKeeper()
+    cron = state["cron"] = state["cron"] or Cron(state["bus"])
+    hb = heartbeat()
+    tg = state["telegram"]
+    q = state["bus"].outbound
+    held = None  # an outbound message its channel had no room for yet
+    try:
+        while not state["stop"]:
+            now = seam.ticks_ms()
+            net.tick(now)
+            busy = tg.tick(now)
+            for _ in range(8):
+                held = held or q.get(0)
+                if held is None or not route(held):
+                    break
+                held = None
+            cron.tick(now)
+            hb.tick(now)
+            watch(now)
+            if held is not None:
+                seam.sleep_ms(config.APP_IO_WAIT_MS)
+            elif not busy:
+                held = q.get(config.APP_IO_WAIT_MS)
+                if held is not None and route(held):
+                    held = None
+    finally:
+        tg.stop()
+
+
+def route(msg):
+    """Hand an outbound message to its channel; False when the channel has no room yet."""
+    from mimi import services
+
+    ch = msg.get("channel")
+    cid = str(msg.get("chat_id", ""))
+    if ch == "heartbeat":  # the owner gets a report, not the OK, the typing or notes
+        if msg.get("kind", "text") != "text" or services.is_ok(msg.get("text")):
+            return True
+        ch = "telegram"
+    elif ch == "cron":
+        ch = "telegram" if cid.lstrip("-").isdigit() else "cli"
+    if ch == "telegram":
+        return state["telegram"].deliver(msg)
+    if ch == "cli":
+        if asking[0]:
+            if len(inbox) < 32:
+                inbox.append(msg)
+        elif msg.get("kind") == "text":
+            out("\n[mimi] %s" % msg.get("text", ""))
+        return True
+    log.warn("app", "dropped %s", ch)
+    return True
+
+
 def watch(now):
     """The I/O thread's supervision step: restart a dead agent thread, feed the watchdog
     while the agent makes progress, and clear the crash count once healthy."""
@@ -277,7 +339,7 @@ def watch(now):
     if state["stop"]:
         return
     if not t.get("alive"):
-        if _may_restart("agent", now):
+        if _may_restart(t, now):
             log.error("app", "agent died")
             t["restarts"] = t.get("restarts", 0) + 1
             _beat["agent"] = now

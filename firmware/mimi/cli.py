@@ -74,7 +74,6 @@ def _do(name, x, a):
     prints the usage too).
     """
     from mimi import app, llm
-    from mimi.channels import access
     from mimi.storage import fs, sessions
 
     group, _, verb = name.partition("_")
@@ -112,14 +111,14 @@ def _do(name, x, a):
         for s, r, c in seam.wifi_scan():
             rows.append("%4d dBm  ch %2d  %s" % (r, c, s))
     if group == "allow":
-        return access.allow(x)
+        return commands.allow(x)
     if group == "deny":
-        return access.deny(x)
+        return commands.deny(x)
     if group == "chats":
-        for c in access.allowed():
-            rows.append(c + ("  (owner)" if c == access.owner() else ""))
+        for c in commands.allowed():
+            rows.append(c + ("  (owner)" if c == commands.owner() else ""))
     if group == "pair":
-        return commands.text("pair", access.new_code())
+        return commands.text("pair", commands.new_code())
     if group == "config":
         if verb == "show":
             for n in config.SETTINGS:
@@ -157,7 +156,7 @@ def _do(name, x, a):
             rows.append("%s %s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"),
                                                 j.get("chat_id"), j.get("text")))
     if group == "heap":
-        return "heap: " + commands.heap()
+        return commands.heap()
     if group == "status":
         return commands.status()
     if group == "heartbeat":
@@ -176,8 +175,36 @@ def _do(name, x, a):
         t, err = registry.execute(x, args, {"channel": "cli", "chat_id": config.CLI_CHAT_ID,
                                             "session": "cli_console", "bus": app.state["bus"]})
         return t if not err or t[:5] == "Error" else "error: " + t
-    if group == "ask":
-        return _ask(x)
+    if group == "ask":  # as the cli channel; replies are printed as they come
+        msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": x.strip(), "session": "cli_console"}
+        box = app.inbox
+        del box[:]
+        if not app.running():
+            return app.handle_inline(msg) or "-"
+        app.asking[0] = True
+        try:
+            if not app.state["bus"].inbound.put(msg):
+                return commands.text("busy")
+            t0 = seam.ticks_ms()
+            got = None  # when the last reply came (an agent without "idle" is done 1.5 s later)
+            while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
+                m = box.pop(0) if box else None
+                if m is None:
+                    if got is not None and seam.ticks_diff(seam.ticks_ms(), got) > 1500:
+                        return None
+                    seam.sleep_ms(50)
+                    continue
+                kind = m.get("kind")
+                if kind == "idle":
+                    return None
+                if kind == "text":
+                    out(m.get("text"))
+                    got = seam.ticks_ms()
+                elif kind == "note":
+                    out("(%s)" % m.get("text"))
+            return commands.text("no_reply")
+        finally:
+            app.asking[0] = False
     if group == "start":
         return "started" if app.init() and app.start() else commands.text("nostart")
     if group == "stop":
@@ -194,42 +221,6 @@ def _do(name, x, a):
     if group == "help":
         return "usage: " + _spec(x) if x and _spec(x) else commands.text("cli")
     return rows
-
-
-def _ask(text):
-    """Chat with the agent as the ``cli`` channel; print its replies as they come."""
-    from mimi import app
-    from mimi import ioloop as console
-
-    msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": text.strip(), "session": "cli_console"}
-    box = console.inbox
-    del box[:]
-    if not app.running():
-        return app.handle_inline(msg) or "-"
-    console.asking[0] = True
-    try:
-        if not app.state["bus"].inbound.put(msg):
-            return commands.text("busy")
-        t0 = seam.ticks_ms()
-        got = None  # when the last reply came (an agent without "idle" is done 1.5 s later)
-        while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
-            m = box.pop(0) if box else None
-            if m is None:
-                if got is not None and seam.ticks_diff(seam.ticks_ms(), got) > 1500:
-                    return None
-                seam.sleep_ms(50)
-                continue
-            kind = m.get("kind")
-            if kind == "idle":
-                return None
-            if kind == "text":
-                out(m.get("text"))
-                got = seam.ticks_ms()
-            elif kind == "note":
-                out("(%s)" % m.get("text"))
-        return commands.text("no_reply")
-    finally:
-        console.asking[0] = False
 
 
 # -- the line console -------------------------------------------------------------------

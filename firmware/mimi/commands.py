@@ -1,5 +1,5 @@
 """What the chat commands and the serial CLI share: /start, /help, /status, /model,
-/provider, /new, /memory, and the fixed texts.
+/provider, /new, /memory, the fixed texts, and who may talk to the assistant.
 
 Each command returns the text to show (str) and raises nothing for bad input: a wrong
 argument comes back as a short message saying what is expected. Telegram calls
@@ -7,11 +7,21 @@ argument comes back as a short message saying what is expected. Telegram calls
 functions directly. Provider and model changes go through ``mimi.llm.switch`` (which
 checks, persists and rebuilds the provider); tokens come from ``mimi.llm.usage``.
 
+Access: closed by default. A chat reaches the agent only when its id is in the setting
+``allowed_chats`` (comma-separated ids; groups have negative ids). The owner allows a
+chat on the serial console (``allow <id>``) or by sending, from that chat, the one-time
+pairing code the console prints (``new_code``; void after ``TG_PAIR_TRIES`` wrong
+tries, so it cannot be guessed). The first chat allowed becomes the owner
+(``owner_chat``), who gets heartbeat reports. Ids are kept as text: Telegram ids exceed
+32 bits. (The rate limit on replies to strangers is the Telegram channel's.)
+
 The wording lives in ``texts.md`` beside this module, read when needed (``text``): help
 pages, the command menu, replies, the heartbeat prompt. Code holds only short strings
 (a string constant costs heap for as long as the module is loaded; see docs/heap.md).
 """
-from mimi import config, seam
+import os
+
+from mimi import config, log, seam
 
 _TEXTS = __file__.rsplit("/", 1)[0] + "/texts.md"
 
@@ -19,22 +29,20 @@ _TEXTS = __file__.rsplit("/", 1)[0] + "/texts.md"
 def text(key, *args):
     """The text under ``## key`` in texts.md, %-formatted with ``args`` (str).
 
-    Reads the file line by line (at most 4 KB of the text kept). A missing file or key
-    gives ``[key]`` and the arguments, so a broken deploy still says something.
+    Reads the file line by line (it is ours: short lines, short sections). A missing file
+    or key gives ``[key]`` and the arguments, so a broken deploy still says something.
     """
     out = []
-    n = 0
     try:
         with open(_TEXTS) as f:
             on = False
-            while n < 4096:
-                line = f.readline()
-                if not line or on and line[:3] == "## ":
-                    break
-                if on:
-                    n += len(line)
+            for line in f:
+                if line[:3] == "## ":
+                    if on:
+                        break
+                    on = line[3:].strip() == key
+                elif on:
                     out.append(line)
-                on = on or line[3:].strip() == key and line[:3] == "## "
     except OSError:
         pass
     t = "".join(out).strip()
@@ -84,10 +92,10 @@ def wifi():
 
 
 def heap():
-    """``"12345 B used, 67890 B free"`` after a collection ("n/a" on CPython)."""
+    """``"heap: 12345 B used, 67890 B free"`` after a collection ("n/a" on CPython)."""
     seam.collect()
     free = seam.mem_free()
-    return "n/a" if free is None else "%d B used, %d B free" % (seam.mem_alloc() or 0, free)
+    return "heap: n/a" if free is None else "heap: %d B used, %d B free" % (seam.mem_alloc() or 0, free)
 
 
 def model(name=None):
@@ -136,18 +144,18 @@ def new_session(key):
 
 
 def memory(cap=3000):
-    """The long-term memory (MEMORY.md), at most ``cap`` bytes."""
-    from mimi.storage import memory as mem
+    """The long-term memory (MEMORY.md), at most ``cap`` bytes (cut at a character)."""
+    from mimi.storage import fs
 
     try:
-        b = mem.read_memory(cap + 1).encode()
+        t, cut, _ = fs.read_text(config.MEMORY_PATH, cap)
+    except fs.NotFound:
+        t, cut = "", False
     except (OSError, ValueError) as e:
         return "error: %s" % e
-    if len(b) <= cap:
-        return b.decode() if b.strip() else text("mem_empty")
-    while cap and (b[cap] & 0xC0) == 0x80:  # not inside a UTF-8 character
-        cap -= 1
-    return b[:cap].decode() + "\n" + text("mem_more")
+    if not t.strip():
+        return text("mem_empty")
+    return t + "\n" + text("mem_more") if cut else t
 
 
 def parse(text_):
@@ -166,10 +174,8 @@ def run(text_, channel, chat_id):
     """Answer a chat command, or return None when ``text_`` is not one of ours (so it
     goes to the agent as an ordinary message)."""
     name, arg = parse(text_) or ("", "")
-    if name == "start":
-        return text("start") + "\n\n" + text("help")
-    if name == "help":
-        return text("help")
+    if name == "start" or name == "help":
+        return text(name)
     if name == "status":
         return status()
     if name == "model":
@@ -183,3 +189,90 @@ def run(text_, channel, chat_id):
     if name == "memory":
         return memory()
     return None
+
+
+# -- access ----------------------------------------------------------------------------
+
+_code = [None, 0]  # the pairing code (str, or None when there is none) and wrong tries at it
+
+
+def _id(chat_id):
+    """``chat_id`` as canonical text (``"123"``, ``"-100456"``); ``ValueError`` if it is not an id."""
+    s = str(chat_id).strip()
+    if not s.lstrip("-").isdigit() or len(s) > 21:
+        raise ValueError(text("bad_id", s))
+    return str(int(s))
+
+
+def allowed():
+    """The allowed chat ids (list of str), in the order they were added."""
+    v = config.get("allowed_chats")
+    return v.split(",") if v else []  # written by allow/deny only: no empty items
+
+
+def is_allowed(chat_id):
+    try:
+        return _id(chat_id) in allowed()
+    except ValueError:
+        return False
+
+
+def owner():
+    """The owner's chat id (str): the setting, else the first allowed chat, else ''."""
+    return config.get("owner_chat") or (allowed() + [""])[0]
+
+
+def allow(chat_id):
+    """Allow ``chat_id``; the first chat allowed becomes the owner. Returns a message.
+
+    Raises ``ValueError`` for a malformed id or a full list (the setting holds 512 bytes).
+    """
+    cid = _id(chat_id)
+    ids = allowed()
+    if cid in ids:
+        return text("allowed", cid, "already ")
+    config.set("allowed_chats", ",".join(ids + [cid]))  # ValueError when over the store's limit
+    if config.get("owner_chat"):
+        return text("allowed", cid, "")
+    config.set("owner_chat", cid)
+    return text("owner", cid)
+
+
+def deny(chat_id):
+    """Remove ``chat_id`` from the allow list (and as owner). Returns a message."""
+    cid = _id(chat_id)
+    ids = allowed()
+    if cid not in ids:
+        return text("not_in", cid)
+    ids.remove(cid)
+    config.set("allowed_chats", ",".join(ids))
+    if config.get("owner_chat") == cid:
+        config.set("owner_chat", (ids + [""])[0])
+    return text("denied", cid, owner() or "nobody")
+
+
+def new_code():
+    """Make a fresh 6-digit pairing code (the old one is void) and return it. Print it on
+    the console only: whoever sends it from Telegram gets their chat allowed."""
+    _code[0] = "%06d" % (int.from_bytes(os.urandom(4), "big") % 1000000)
+    _code[1] = 0
+    return _code[0]
+
+
+def try_code(chat_id, text):
+    """True (and the chat allowed, the code used up) when ``text`` is the pairing code.
+
+    Text that does not look like a code (6 digits) is not counted as a try.
+    """
+    t = text.strip()
+    if _code[0] is None or len(t) != 6 or not t.isdigit():
+        return False
+    if t == _code[0]:
+        _code[0] = None
+        allow(chat_id)
+        return True
+    _code[1] += 1
+    if _code[1] >= config.TG_PAIR_TRIES:
+        _code[0] = None
+        log.warn("access", "code void")  # cli.pair() makes a new one
+    return False

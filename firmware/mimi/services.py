@@ -1,6 +1,6 @@
 """Background services the I/O thread ticks: ``Cron`` (scheduled jobs) and ``Heartbeat``
 (the periodic look at HEARTBEAT.md). Each turns what is due into an inbound bus message,
-like a chat message, in its own session; the agent answers it and ``mimi.ioloop.route``
+like a chat message, in its own session; the agent answers it and ``mimi.app.route``
 takes the reply to the chat the job names.
 
 Cron: the job store (``mimi.storage.cronjobs``, ``/data/cron.json``) owns the schedule:
@@ -72,7 +72,6 @@ class Cron:
                     break
                 n += 1
                 self.store.mark_run(jid, now_s)
-                log.info("cron", "queued %s", jid)
         except Exception as e:  # noqa: BLE001 - a damaged store must not stop the I/O thread
             log.exc("cron", "jobs", e)
         return n
@@ -139,7 +138,6 @@ class Heartbeat:
 
     def run_now(self):
         """Check HEARTBEAT.md now; queue its open tasks for the agent. Returns what happened."""
-        from mimi.channels import access
         from mimi.storage import fs, sessions
 
         try:
@@ -149,7 +147,7 @@ class Heartbeat:
         except Exception as e:  # noqa: BLE001
             return "error: %s" % e
         tasks = open_tasks(text)
-        owner = access.owner()
+        owner = commands.owner()
         if not tasks:
             return commands.text("hb_none")
         if not owner:

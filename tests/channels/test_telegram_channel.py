@@ -5,8 +5,7 @@ Updates arrive as JSON text parsed by the runtime's own ``json.loads`` (see tgfa
 import support
 import tgfake
 
-from mimi import bus, config, seam
-from mimi.channels import access
+from mimi import bus, commands, config, seam
 from mimi.channels.telegram import Telegram
 
 RUNTIMES = ("cpython", "micropython")
@@ -17,7 +16,7 @@ EMOJI = "\U0001F600"
 def setup(allowed=("42",), inbound_max=8):
     support.fresh_flash()
     for c in allowed:
-        access.allow(c)
+        commands.allow(c)
     b = bus.Bus(inbound_max, 16)
     api = tgfake.FakeApi()
     tg = Telegram(b, api=api)
@@ -122,11 +121,11 @@ def test_strangers_get_one_reply_per_period_and_are_remembered_boundedly():
 
 def test_pairing_code_from_telegram_allows_the_chat():
     b, api, tg, now = setup()
-    code = access.new_code()
+    code = commands.new_code()
     api.answer(tgfake.text_update(55, code))
     tg.tick(now + 1)
     drain(tg, now + 2)
-    assert access.is_allowed("55")
+    assert commands.is_allowed("55")
     assert "Paired" in api.texts(55)[0]
     api.answer(tgfake.text_update(55, "now me"))
     tg.tick(now + 30)
@@ -246,7 +245,7 @@ def test_network_errors_back_off_and_finally_drop():
     for i in range(config.TG_SEND_TRIES + 2):
         t += config.TG_BACKOFF_MAX_MS + 1
         tg.tick(t)
-    assert len(api.sent()) == config.TG_SEND_TRIES and tg.stats["dropped"] == 1 and tg.outq == []
+    assert len(api.sent()) == config.TG_SEND_TRIES and tg.dropped == 1 and tg.outq == []
 
 
 def test_typing_every_four_seconds_until_idle():

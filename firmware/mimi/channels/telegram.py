@@ -20,7 +20,7 @@ In (https://core.telegram.org/bots/api#getupdates):
   ``TG_OFFSET_SAVE_MS``, and at ``stop()``; an older stored offset is harmless
   (confirmed updates are not redelivered). The cost: a crash between the confirming
   poll and the hand-over to the agent loses that message (at most once, never twice).
-- Access (``access``): closed by default. A stranger gets one short reply with its chat
+- Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
   ``TG_DENY_CHATS_MAX`` chats remembered), or pairs by sending the console's one-time
   code; strangers never reach the agent.
@@ -45,7 +45,7 @@ import json
 from micropython import const
 
 from mimi import commands, config, log, seam
-from mimi.channels import access, tgformat
+from mimi.channels import tgformat
 
 _TOKEN = const("bot token? from mimi import cli; cli.set_tg_token('123:ABC...')")
 # Message kinds that carry media or data but no text (a caption, when present, counts).
@@ -91,7 +91,7 @@ class Telegram:
         self.limit = config.TG_POLL_LIMIT
         self.saved_ms = self.poll_at = self.send_at = self.typing_at = seam.ticks_ms()  # *_at: when due
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
-        self.stats = {"updates": 0, "sent": 0, "dropped": 0, "poll_errors": 0}
+        self.errors = self.dropped = 0  # failed polls, replies given up
         self.outq = []
         self.typing = {}
         self.told = {}
@@ -205,8 +205,8 @@ class Telegram:
             except (TgError, OSError) as e:
                 log.warn("tg", "%s", e)
             log.info("tg", "bot @%s", me.get("username"))
-            if not access.allowed():
-                print("\n" + commands.text("banner", me.get("username"), access.new_code()))
+            if not commands.allowed():
+                print("\n" + commands.text("banner", me.get("username"), commands.new_code()))
         busy = self._poll(now_ms)
         busy = self._send(now_ms) or busy
         if self.typing and seam.ticks_diff(now_ms, self.typing_at) >= 0 <= seam.ticks_diff(now_ms, self.send_at):
@@ -226,7 +226,7 @@ class Telegram:
 
     def _fail(self, e, now):
         """A failed getMe or poll: wait as the error asks, or back off (1 s doubling)."""
-        self.stats["poll_errors"] += 1
+        self.errors += 1
         wait = None
         if isinstance(e, TgError):
             code, desc, after = e.args
@@ -281,15 +281,21 @@ class Telegram:
             if self.limit > 1:
                 self.limit = 1
             else:
-                uid = _int_after(ups, b'"update_id":')
+                ids = []  # the update's id, then its chat's: the numbers after these keys
+                for key in (b'"update_id":', b'"chat":{"id":'):
+                    i = ups.find(key) + len(key)
+                    try:
+                        ids.append(int(ups[i:ups.find(b",", i)]) if i >= len(key) else None)
+                    except ValueError:
+                        ids.append(None)
+                uid, chat = ids
                 if uid is None:
                     self._fail(OSError("too big"), now)
                     return False
                 log.warn("tg", "skip %d", uid)
                 self.offset = max(self.offset, uid + 1)
                 self.unsaved += 1
-                chat = _int_after(ups, b'"chat":{"id":')
-                if chat is not None and access.is_allowed(chat):
+                if chat is not None and commands.is_allowed(chat):
                     self.queue_text(str(chat), commands.text("too_big"), True)
             return self._poll(now)
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
@@ -302,7 +308,6 @@ class Telegram:
                     top = uid
             self.unsaved += len(ups)
             self.offset = top + 1
-            self.stats["updates"] += len(ups)
             self.held = ups
         return self._poll(now)  # at once: the next poll, which confirms these
 
@@ -319,13 +324,15 @@ class Telegram:
             ctype = chat.get("type")
             if ctype == "channel" or cid == "None":
                 return
-            text = m.get("text")
-            caption = text is None and m.get("caption") is not None
-            has = caption or text is not None
-            t = tgformat.fix_surrogates(text if text is not None else m.get("caption") or "")
+            t = m.get("text")
+            cap = t is None  # media (with a caption, or none), or a service message
+            if cap:
+                t = m.get("caption")
+            if t is not None:
+                t = tgformat.fix_surrogates(t)
             group = ctype in ("group", "supergroup")
             if group:  # only when mentioned or replied to
-                if not has:
+                if t is None:
                     return
                 me = self.me
                 name = "@%s" % me.get("username")
@@ -334,8 +341,8 @@ class Telegram:
                     t = (t[:k] + t[k + len(name):]).strip()
                 elif ((m.get("reply_to_message") or {}).get("from") or {}).get("id") != me.get("id"):
                     return
-            if not access.is_allowed(cid):
-                if has and access.try_code(cid, t):
+            if not commands.is_allowed(cid):
+                if t is not None and commands.try_code(cid, t):
                     log.info("tg", "paired %s", cid)
                     self.queue_text(cid, commands.text("paired"), True)
                     return
@@ -347,13 +354,13 @@ class Telegram:
                     self.told[cid] = now
                     self.queue_text(cid, commands.text("deny", cid, cid), True)
                 return
-            if caption or not has:
+            if cap:
                 kind = None
                 for k in _MEDIA.split():
                     if k in m:
                         kind = k
                         break
-                if not has:  # media without a caption, or a service message (member joined, ...)
+                if t is None:  # media without a caption, or a service message (member joined, ...)
                     if kind:
                         self.queue_text(cid, config.TG_MEDIA_REPLY, True)
                     return
@@ -408,7 +415,6 @@ class Telegram:
             self.api.call("sendMessage", {"chat_id": cid, "text": md} if mode else
                           {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
             q.pop(0)
-            self.stats["sent"] += 1
         except TgError as e:
             code, desc, after = e.args
             if code == 429:
@@ -417,29 +423,19 @@ class Telegram:
             q.pop(0)
             desc = desc.lower()
             if code == 400 and "parse" in desc and not mode:  # "can't parse entities"
-                log.warn("tg", "plain %s", cid)
                 q.insert(0, [cid, md, fails, 1])
             elif code == 400 and "too long" in desc and mode < 2:
                 for c in reversed(tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)):
                     q.insert(0, [cid, c, fails, 2])
             else:
-                self.stats["dropped"] += 1
+                self.dropped += 1
                 log.error("tg", "lost %s %s", cid, e)
         except OSError as e:
             item[2] = fails = fails + 1
             if fails >= config.TG_SEND_TRIES:
                 q.pop(0)
-                self.stats["dropped"] += 1
+                self.dropped += 1
                 log.error("tg", "lost %s %s", cid, e)
             else:
                 self.send_at = seam.ticks_add(now, min(config.TG_BACKOFF_MIN_MS << fails, config.TG_BACKOFF_MAX_MS))
         return True
-
-
-def _int_after(raw, key):
-    """The integer written right after ``key`` (and before a comma) in ``raw`` (bytes), or None."""
-    i = raw.find(key) + len(key)
-    try:
-        return int(raw[i:raw.find(b",", i)]) if i >= len(key) else None
-    except ValueError:
-        return None

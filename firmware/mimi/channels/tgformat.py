@@ -13,12 +13,9 @@ parsing"; Telegram counts UTF-16 code units), tdlib ``parse_html`` (what is reje
 from micropython import const
 
 TEXT_MAX_UNITS = const(4096)  # sendMessage limit, UTF-16 code units after parsing
-_FENCE_RESERVE = const(32)  # room for closing and reopening a code fence across a cut
-_LANG_MAX = const(16)
-_DEPTH_MAX = const(4)  # nesting of inline markup (bounds recursion on hostile input)
-_TICK = const(96)
-_UNDER = const(95)
-_TILDE = const(126)
+# (Private numbers are written in place: a named constant costs an interned name.)
+# Inline markup nests at most 4 deep (bounds recursion on hostile input); a fence
+# language keeps 16 characters; a split keeps 32 bytes to close and reopen a fence.
 
 
 def utf16_len(s):
@@ -101,9 +98,9 @@ def _inline(b, i, end, out, depth):
             i += 2
             lit = i
             continue
-        if c == _TICK:  # code: up to the same run of backticks
+        if c == 96:  # code: up to the same run of backticks
             n = 1
-            while i + n < end and b[i + n] == _TICK:
+            while i + n < end and b[i + n] == 96:
                 n += 1
             j = b.find(b[i:i + n], i + n, end)
             if j > i + n:
@@ -116,12 +113,12 @@ def _inline(b, i, end, out, depth):
             else:
                 i += n
             continue
-        if depth < _DEPTH_MAX and c in b"*_~":
+        if depth < 4 and c in b"*_~":
             double = i + 1 < end and b[i + 1] == c
-            if double or c != _TILDE:
+            if double or c != 126:  # "~" only doubled
                 marker = b[i:i + 2] if double else b[i:i + 1]
                 k = i + len(marker)
-                opens = k < end and b[k] > 32 and not (c == _UNDER and i > 0 and _alnum(b[i - 1]))
+                opens = k < end and b[k] > 32 and not (c == 95 and i > 0 and _alnum(b[i - 1]))  # 95: "_"
                 j = k
                 while opens:  # the marker that closes it, or -1
                     j = b.find(marker, j, end)
@@ -130,11 +127,11 @@ def _inline(b, i, end, out, depth):
                     e = j + len(marker)
                     if (j > k and b[j - 1] > 32
                             and not (not double and ((e < end and b[e] == c) or b[j - 1] == c))  # part of a double
-                            and not (c == _UNDER and e < end and _alnum(b[e]))):  # snake_case_word
+                            and not (c == 95 and e < end and _alnum(b[e]))):  # snake_case_word
                         break
                     j += 1
                 if opens and j > k:
-                    tag = ("s" if c == _TILDE else "b" if double else "i").encode()
+                    tag = ("s" if c == 126 else "b" if double else "i").encode()  # 126: "~"
                     out += escape(b[lit:i])
                     out += b"<" + tag + b">"
                     _inline(b, k, j, out, depth + 1)
@@ -144,7 +141,7 @@ def _inline(b, i, end, out, depth):
                     continue
             i += 2 if double else 1
             continue
-        if c == 91 and depth < _DEPTH_MAX:  # [text](url)
+        if c == 91 and depth < 4:  # [text](url)
             j = b.find(b"](", i + 1, end)
             k = b.find(b")", j + 2, end) if j > i + 1 else -1
             url = b[j + 2:k]
@@ -154,7 +151,7 @@ def _inline(b, i, end, out, depth):
             if k > 0 and 32 not in url and ok:
                 out += escape(b[lit:i])
                 out += '<a href="'.encode() + escape(url).replace(b'"', "&quot;".encode()) + b'">'
-                _inline(b, i + 1, j, out, _DEPTH_MAX)  # no links inside links
+                _inline(b, i + 1, j, out, 4)  # no links inside links
                 out += "</a>".encode()
                 i = k + 1
                 lit = i
@@ -169,7 +166,7 @@ def _fence(line):
     if len(line) - len(s) > 3 or not s.startswith(b"```"):
         return None
     ok = bytearray()
-    for c in s[3:].strip()[:_LANG_MAX]:
+    for c in s[3:].strip()[:16]:
         if _alnum(c) and c < 0x80 or c in b"+-#_":
             ok.append(c)
     return bytes(ok)
@@ -257,7 +254,7 @@ def split(md, limit=TEXT_MAX_UNITS):
         return [md] if md else []
     fence = "```".encode()
     if b.find(fence) >= 0:
-        limit -= _FENCE_RESERVE  # room for closing and reopening a fence
+        limit -= 32  # room for closing and reopening a fence
     half = limit // 2
     out = []
     start = 0
