@@ -34,7 +34,7 @@ from mimi import bus, config, log, seam
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
     "healthy": False, "wdt": False, "telegram": None, "cron": None, "heartbeat": None,
-    "net": None, "tools": False, "threads": {}, "feeder": False,
+    "net": None, "threads": {}, "feeder": False,
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
@@ -45,7 +45,8 @@ out = print  # where console replies are printed (tests collect them)
 
 
 def init(agent_factory=None):
-    """Allocate what the app needs (once) and register the tools. Returns True when it
+    """Allocate what the app needs (once) and register the tools of ``APP_TOOL_MODULES``
+    (one that fails to load or register is logged and left out). Returns True when it
     can start (False in safe mode: nothing is allocated then). ``agent_factory(bus)``:
     tests put their own agent here.
 
@@ -75,24 +76,15 @@ def init(agent_factory=None):
         b = state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
         state["telegram"] = Telegram(b, bufs=bufs)
         state["heartbeat"] = services.Heartbeat(b)
-        register_tools()
+        for name in config.APP_TOOL_MODULES:  # each tool module registers its tools
+            try:
+                __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
+            except Exception as e:  # noqa: BLE001 - includes MemoryError: the agent works without them
+                seam.collect()
+                log.exc("app", "tools " + name, e)
         seam.collect()
         log.info("app", "heap %s", seam.mem_free())
     return True
-
-
-def register_tools():
-    """Register every tool module named in ``APP_TOOL_MODULES`` that is installed (once);
-    one that fails to load or register is logged and left out."""
-    if state["tools"]:
-        return
-    state["tools"] = True
-    for name in config.APP_TOOL_MODULES:
-        try:
-            __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
-        except Exception as e:  # noqa: BLE001 - includes MemoryError: the agent works without them
-            seam.collect()
-            log.exc("app", "tools " + name, e)
 
 
 def make_agent():
@@ -121,7 +113,7 @@ def forget():
         raise RuntimeError("running")
     for k in ("bus", "context", "telegram", "cron", "heartbeat", "net"):
         state[k] = None
-    state["tools"] = state["stop"] = False
+    state["stop"] = False
     state["threads"] = {}
     _agent_factory[0] = None
 
@@ -364,15 +356,12 @@ def watch(now):
 
 def handle_inline(msg):
     """Run one message through the agent in the calling thread (``cli.ask`` while the app
-    is stopped). Returns the console's reply text, or None."""
+    is stopped), then ``route`` what it sent: the console's part lands in ``inbox``
+    (while ``asking``), the rest waits in its channel's queue for the next start."""
     init()
     make_agent().handle(msg)
-    out = []
-    while True:
-        m = state["bus"].outbound.get(0)
-        if m is None:
-            return "\n".join(out) or None
-        if m.get("channel") == "cli" and m.get("kind") in ("text", "note"):
-            out.append(m.get("text", ""))
-        elif m.get("channel") != "cli":
-            log.warn("app", "dropped %s", m.get("channel"))
+    q = state["bus"].outbound
+    m = q.get(0)
+    while m is not None:
+        route(m)
+        m = q.get(0)

@@ -113,7 +113,6 @@ def run():
     most ``BOOT_WIFI_TRIES`` connection attempts' time; then the app starts either way.
     """
     try:
-        seam.collect()
         if check_safe_mode():
             print(commands.text("safe", state["reason"]))
             return False

@@ -171,7 +171,7 @@ def _do(name, x, a):
                 args = json.loads(args) if args.strip() else {}
             except ValueError:
                 raise TypeError(commands.text("json"))
-        app.register_tools()
+        app.init()  # loads and registers the tools (not in safe mode)
         t, err = registry.execute(x, args, {"channel": "cli", "chat_id": config.CLI_CHAT_ID,
                                             "session": "cli_console", "bus": app.state["bus"]})
         return t if not err or t[:5] == "Error" else "error: " + t
@@ -179,11 +179,11 @@ def _do(name, x, a):
         msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": x.strip(), "session": "cli_console"}
         box = app.inbox
         del box[:]
-        if not app.running():
-            return app.handle_inline(msg) or "-"
         app.asking[0] = True
         try:
-            if not app.state["bus"].inbound.put(msg):
+            if not app.running():
+                app.handle_inline(msg)  # here and now; its replies are in box
+            elif not app.state["bus"].inbound.put(msg):
                 return commands.text("busy")
             t0 = seam.ticks_ms()
             got = None  # when the last reply came (an agent without "idle" is done 1.5 s later)
@@ -303,7 +303,4 @@ def run():
         pass
     except KeyboardInterrupt:
         out("\n" + commands.text("ctrl_c"))
-        try:
-            app.stop()
-        except Exception as e:  # noqa: BLE001
-            out("error: %s" % e)
+        app.stop()

@@ -48,10 +48,7 @@ def text(key, *args):
     t = "".join(out).strip()
     if not t:
         return "[%s] %s" % (key, args)
-    try:
-        return t % args if args else t
-    except (TypeError, ValueError):
-        return "%s %s" % (t, args)
+    return t % args if args else t
 
 
 def menu():
@@ -70,13 +67,9 @@ def status():
     from mimi import VERSION, app, llm
     from mimi.llm import usage
 
-    try:
-        ai = llm.describe()
-    except Exception as e:  # noqa: BLE001 - a status line must not fail
-        ai = "%s (%s)" % (config.get("provider"), e)
     t0 = app.state["started_ms"]
     s = seam.ticks_diff(seam.ticks_ms(), t0 or 0) // 1000
-    return text("status", VERSION, seam.describe(), ai, heap(),
+    return text("status", VERSION, seam.describe(), llm.describe(), heap(),
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
                 "synced" if seam.clock_synced() else "not set", usage.summary())
 

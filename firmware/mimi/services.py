@@ -115,23 +115,23 @@ def is_ok(text):
 
 
 class Heartbeat:
-    """``Heartbeat(bus, read=None, every_ms=None)``; the I/O thread calls ``tick(now_ms)``
-    every loop. ``read``: a function returning HEARTBEAT.md's text (default: the file,
-    capped at ``HEARTBEAT_READ_BYTES``); ``runs``: messages queued so far.
+    """``Heartbeat(bus, read=None)``; the I/O thread calls ``tick(now_ms)`` every loop
+    (it runs every ``HEARTBEAT_EVERY_MS``). ``read``: a function returning HEARTBEAT.md's
+    text (default: the file, capped at ``HEARTBEAT_READ_BYTES``); ``runs``: messages
+    queued so far.
     """
 
-    def __init__(self, bus, read=None, every_ms=None):
+    def __init__(self, bus, read=None):
         self.bus = bus
         self.read = read
-        self.every_ms = every_ms or config.HEARTBEAT_EVERY_MS
-        self.next_ms = seam.ticks_add(seam.ticks_ms(), self.every_ms)
+        self.next_ms = seam.ticks_add(seam.ticks_ms(), config.HEARTBEAT_EVERY_MS)
         self.runs = 0
 
     def tick(self, now_ms):
-        """Run when due (every ``every_ms``); returns what happened, or None."""
+        """Run when due; returns what happened, or None."""
         if seam.ticks_diff(now_ms, self.next_ms) < 0:
             return None
-        self.next_ms = seam.ticks_add(now_ms, self.every_ms)
+        self.next_ms = seam.ticks_add(now_ms, config.HEARTBEAT_EVERY_MS)
         out = self.run_now()
         log.info("hb", "%s", out)
         return out
@@ -152,7 +152,8 @@ class Heartbeat:
             return commands.text("hb_none")
         if not owner:
             return commands.text("hb_owner", len(tasks))
-        if not self.bus.inbound.put({"channel": "heartbeat", "chat_id": owner, "session": sessions.key_for("heartbeat", owner),
+        if not self.bus.inbound.put({"channel": "heartbeat", "chat_id": owner,
+                                     "session": sessions.key_for("heartbeat", owner),
                                      "text": commands.text("heartbeat", "- " + "\n- ".join(tasks)),
                                      "reply_channel": "telegram"}):
             self.next_ms = seam.ticks_add(seam.ticks_ms(), 60000)  # busy: try again in a minute

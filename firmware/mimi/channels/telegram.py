@@ -49,7 +49,8 @@ from mimi.channels import tgformat
 
 _TOKEN = const("bot token? from mimi import cli; cli.set_tg_token('123:ABC...')")
 # Message kinds that carry media or data but no text (a caption, when present, counts).
-_MEDIA = const("photo sticker voice audio video video_note animation document location venue contact poll dice game story paid_media")
+_MEDIA = const("photo sticker voice audio video video_note animation document location venue contact poll "
+               "dice game story paid_media")
 
 
 class TgError(Exception):
@@ -159,10 +160,7 @@ class Telegram:
     def stop(self):
         """Close the long poll and keep the offset (updates received but not acted on stay due)."""
         if self.poll is not None:
-            try:
-                self.poll.close()
-            except OSError:
-                pass
+            self.poll.close()  # never raises (seam.Conn.close)
             self.poll = None
         for u in self.held or ():
             uid = u.get("update_id") if isinstance(u, dict) else None
@@ -194,9 +192,9 @@ class Telegram:
             except (TgError, OSError) as e:
                 self._fail(e, now_ms)
                 return False
-            bid, _, off = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
-            if bid == str(me.get("id")) and off.isdigit():
-                self.offset = max(self.offset, int(off))
+            key, _, value = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
+            if key == str(me.get("id")) and value.isdigit():
+                self.offset = max(self.offset, int(value))
             menu = []
             for c, d in commands.menu():
                 menu.append({"command": c, "description": d})
@@ -229,10 +227,10 @@ class Telegram:
         self.errors += 1
         wait = None
         if isinstance(e, TgError):
-            code, desc, after = e.args
+            code, msg, after = e.args
             if code == 429:
                 wait = 1000 * min(int(after or 5), config.TG_RETRY_AFTER_MAX_S)
-            elif code == 409 and "webhook" in desc.lower():
+            elif code == 409 and "webhook" in msg.lower():
                 log.warn("tg", "deleteWebhook")
                 try:
                     self.api.call("deleteWebhook")
@@ -273,42 +271,42 @@ class Telegram:
             return False
         p, self.poll = self.poll, None
         try:
-            ups = self.api.updates(p)
+            got = self.api.updates(p)
         except (TgError, OSError) as e:
             self._fail(e, now)
             return False
-        if isinstance(ups, bytes):  # over the poll buffer: one at a time, then skip it
+        if isinstance(got, bytes):  # over the poll buffer: one at a time, then skip it
             if self.limit > 1:
                 self.limit = 1
             else:
                 ids = []  # the update's id, then its chat's: the numbers after these keys
                 for key in (b'"update_id":', b'"chat":{"id":'):
-                    i = ups.find(key) + len(key)
+                    i = got.find(key) + len(key)
                     try:
-                        ids.append(int(ups[i:ups.find(b",", i)]) if i >= len(key) else None)
+                        ids.append(int(got[i:got.find(b",", i)]) if i >= len(key) else None)
                     except ValueError:
                         ids.append(None)
-                uid, chat = ids
-                if uid is None:
+                i, chat = ids
+                if i is None:
                     self._fail(OSError("too big"), now)
                     return False
-                log.warn("tg", "skip %d", uid)
-                self.offset = max(self.offset, uid + 1)
+                log.warn("tg", "skip %d", i)
+                self.offset = max(self.offset, i + 1)
                 self.unsaved += 1
                 if chat is not None and commands.is_allowed(chat):
                     self.queue_text(str(chat), commands.text("too_big"), True)
             return self._poll(now)
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.limit = config.TG_POLL_LIMIT
-        if ups:
-            top = self.offset - 1
-            for u in ups:
-                uid = u.get("update_id") if isinstance(u, dict) else None
-                if isinstance(uid, int) and uid > top:
-                    top = uid
-            self.unsaved += len(ups)
-            self.offset = top + 1
-            self.held = ups
+        if got:
+            last = self.offset - 1
+            for u in got:
+                i = u.get("update_id") if isinstance(u, dict) else None
+                if isinstance(i, int) and i > last:
+                    last = i
+            self.unsaved += len(got)
+            self.offset = last + 1
+            self.held = got
         return self._poll(now)  # at once: the next poll, which confirms these
 
     def _handle(self, u, now):
@@ -321,8 +319,8 @@ class Telegram:
                 return
             chat = m.get("chat") or {}
             cid = str(chat.get("id"))
-            ctype = chat.get("type")
-            if ctype == "channel" or cid == "None":
+            kind = chat.get("type")
+            if kind == "channel" or cid == "None":
                 return
             t = m.get("text")
             cap = t is None  # media (with a caption, or none), or a service message
@@ -330,7 +328,7 @@ class Telegram:
                 t = m.get("caption")
             if t is not None:
                 t = tgformat.fix_surrogates(t)
-            group = ctype in ("group", "supergroup")
+            group = kind in ("group", "supergroup")
             if group:  # only when mentioned or replied to
                 if t is None:
                     return
@@ -410,32 +408,32 @@ class Telegram:
         if not q or seam.ticks_diff(now, self.send_at) < 0:
             return False
         item = q[0]
-        cid, md, fails, mode = item
+        cid, md, count, mode = item
         try:
             self.api.call("sendMessage", {"chat_id": cid, "text": md} if mode else
                           {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
             q.pop(0)
         except TgError as e:
-            code, desc, after = e.args
+            code, msg, after = e.args
             if code == 429:
                 self.send_at = seam.ticks_add(now, 1000 * min(int(after or 5), config.TG_RETRY_AFTER_MAX_S))
                 return True
             q.pop(0)
-            desc = desc.lower()
-            if code == 400 and "parse" in desc and not mode:  # "can't parse entities"
-                q.insert(0, [cid, md, fails, 1])
-            elif code == 400 and "too long" in desc and mode < 2:
+            msg = msg.lower()
+            if code == 400 and "parse" in msg and not mode:  # "can't parse entities"
+                q.insert(0, [cid, md, count, 1])
+            elif code == 400 and "too long" in msg and mode < 2:
                 for c in reversed(tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)):
-                    q.insert(0, [cid, c, fails, 2])
+                    q.insert(0, [cid, c, count, 2])
             else:
                 self.dropped += 1
                 log.error("tg", "lost %s %s", cid, e)
         except OSError as e:
-            item[2] = fails = fails + 1
-            if fails >= config.TG_SEND_TRIES:
+            item[2] = count = count + 1
+            if count >= config.TG_SEND_TRIES:
                 q.pop(0)
                 self.dropped += 1
                 log.error("tg", "lost %s %s", cid, e)
             else:
-                self.send_at = seam.ticks_add(now, min(config.TG_BACKOFF_MIN_MS << fails, config.TG_BACKOFF_MAX_MS))
+                self.send_at = seam.ticks_add(now, min(config.TG_BACKOFF_MIN_MS << count, config.TG_BACKOFF_MAX_MS))
         return True

@@ -71,13 +71,7 @@ def fix_surrogates(s):
 
 def escape(b):
     """HTML-escape bytes: ``&``, ``<``, ``>`` (all Telegram requires)."""
-    if b"&" in b:
-        b = b.replace(b"&", "&amp;".encode())
-    if b"<" in b:
-        b = b.replace(b"<", "&lt;".encode())
-    if b">" in b:
-        b = b.replace(b">", "&gt;".encode())
-    return b
+    return b.replace(b"&", "&amp;".encode()).replace(b"<", "&lt;".encode()).replace(b">", "&gt;".encode())
 
 
 def _alnum(c):
