@@ -26,7 +26,9 @@ def _tb(e):
 
 
 def _report(name, ok, err):
-    print("@@MPTEST " + json.dumps({"name": name, "ok": ok, "err": err}))
+    # One write that starts on a fresh line: a log line printed by a thread of the app
+    # under test (text and newline are two writes) cannot split or swallow the result.
+    print("\n@@MPTEST " + json.dumps({"name": name, "ok": ok, "err": err}) + "\n", end="")
 
 
 def main(path):

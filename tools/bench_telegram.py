@@ -47,10 +47,10 @@ t("utf16_len, 16 KB", lambda: f.utf16_len(reply16k), 20)
 APP = r'''
 import gc, os, time
 from mimi import app, boot, config, seam
-from mimi.channels import access
+from mimi import commands
 config.set("tg_api_base", "%(url)s")
 config.set("tg_token", "%(token)s")
-access.allow(42)
+commands.allow(42)
 
 class Echo:
     def __init__(self, b):

@@ -5,21 +5,19 @@
   app's own reset) before the app ran ``BOOT_HEALTHY_MS`` (a reset loop), boot stops
   here: no WiFi, no app, just the REPL to repair things (``cli.safe_mode('off')``, then
   ``cli.restart()``). Boots are counted in RTC memory, which survives a reset but not a
-  power cut (a file when the port has no RTC memory); the app clears the count once it
-  has run healthy. Soft resets (Ctrl-D, mpremote) and power-ons do not count.
-- WiFi: a few attempts at boot (``BOOT_WIFI_TRIES``), then ``NetKeeper`` in the I/O
-  thread keeps trying with backoff (2 s doubling to 5 min) and never gives up (MimiClaw
-  stops after 10 tries), and reconnects when the link drops.
-- Clock: NTP at boot, retried with backoff while unset, and again every day (the RTC
-  drifts). ``seam`` hides the port's epoch (2000 on the ESP32, 1970 elsewhere).
+  power cut; the app clears
+  the count once it has run healthy. Soft resets (Ctrl-D, mpremote) and power-ons do not
+  count.
+- WiFi: ``NetKeeper`` connects, for ``BOOT_WIFI_TRIES`` attempts' time at boot, then in
+  the I/O thread it keeps trying with backoff (2 s doubling to 5 min) and never gives up
+  (MimiClaw stops after 10 tries), and reconnects when the link drops.
+- Clock: NTP once WiFi is up, retried with backoff while it fails, and again every day
+  (the RTC drifts). ``seam`` hides the port's epoch (2000 on the ESP32, 1970 elsewhere).
 """
 import os
 
-from mimi import config, log, seam
+from mimi import commands, config, log, seam
 
-TAG = "boot"
-_RTC_MAGIC = b"mimi:"
-_COUNT_FILE = "/bootcount"  # fallback when the port has no RTC memory
 
 state = {"safe": False, "reason": "", "crashes": 0}
 
@@ -27,56 +25,33 @@ state = {"safe": False, "reason": "", "crashes": 0}
 # -- crash counting and safe mode --------------------------------------------------------
 
 
-def _rtc_read():
-    try:
-        m = seam.rtc_memory()
-    except (AttributeError, OSError, ImportError, ValueError, TypeError):
-        return None
-    return bytes(m or b"")
-
-
 def crashes():
     """Boots in a row that ended before the app was healthy (int)."""
-    m = _rtc_read()
-    if m is None:
-        try:
-            with open(seam.real_path(_COUNT_FILE), "rb") as f:
-                m = f.read(16)
-        except OSError:
-            return 0
-    if not m.startswith(_RTC_MAGIC):
-        return 0
     try:
-        return int(m[len(_RTC_MAGIC):].decode())
-    except (ValueError, UnicodeError):
+        m = bytes(seam.rtc_memory() or b"")
+        return int(m[5:]) if m[:5] == b"mimi:" else 0
+    except Exception:  # noqa: BLE001 - garbage (or no RTC memory): no count
         return 0
 
 
-def _store_count(n):
-    data = _RTC_MAGIC + str(n).encode()
+def _store(n):
     try:
-        seam.rtc_memory(data)
-        return
-    except (AttributeError, OSError, ImportError, ValueError, TypeError):
+        seam.rtc_memory(b"mimi:%d" % n)
+    except Exception:  # noqa: BLE001 - no RTC memory: no count (never safe mode by crashes)
         pass
-    try:
-        with open(seam.real_path(_COUNT_FILE), "wb") as f:
-            f.write(data)
-    except OSError as e:
-        log.warn(TAG, "cannot keep the boot count: %s", e)
 
 
 def note_boot():
     """Count this boot as unhealthy until ``clear_crashes()``; return the new count."""
     n = crashes() + 1
-    _store_count(n)
+    _store(n)
     return n
 
 
 def clear_crashes():
     """The app ran healthy (or a deliberate restart): the count starts again at 0."""
     if crashes():
-        _store_count(0)
+        _store(0)
 
 
 def safe_flag():
@@ -94,13 +69,13 @@ def set_safe_flag(on):
     p = seam.real_path(config.BOOT_SAFE_FLAG)
     if on:
         with open(p, "w") as f:
-            f.write("remove this file (or cli.safe_mode('off')) to start the assistant again\n")
-    else:
-        try:
-            os.remove(p)
-        except OSError:
-            pass
-        _store_count(0)
+            f.write(commands.text("safe_file"))
+        return
+    try:
+        os.remove(p)
+    except OSError:
+        pass
+    _store(0)
 
 
 def check_safe_mode(cause=None):
@@ -114,14 +89,12 @@ def check_safe_mode(cause=None):
     cause = cause or seam.reset_cause()
     if cause == "power":
         clear_crashes()
-    n = crashes()
-    state["crashes"] = n
+    n = state["crashes"] = crashes()
+    state["safe"] = True
     if safe_flag():
-        state["safe"] = True
-        state["reason"] = "the flag file %s exists" % config.BOOT_SAFE_FLAG
+        state["reason"] = commands.text("safe_flag", config.BOOT_SAFE_FLAG)
     elif n >= config.BOOT_CRASH_LIMIT:
-        state["safe"] = True
-        state["reason"] = "the last %d boots crashed before the assistant was running" % n
+        state["reason"] = commands.text("safe_loop", n)
     else:
         state["safe"] = False
         state["reason"] = ""
@@ -130,135 +103,96 @@ def check_safe_mode(cause=None):
     return state["safe"]
 
 
-def _safe_banner():
-    print("")
-    print("=" * 60)
-    print("mimi SAFE MODE: %s." % state["reason"])
-    print("The assistant is not started; the REPL is yours. To repair:")
-    print("  from mimi import cli; cli.help()          # e.g. cli.config_show()")
-    print("  cli.safe_mode('off'); cli.restart()       # then boot normally")
-    print("=" * 60)
-
-
 # -- WiFi and clock ----------------------------------------------------------------------
 
 
-def _ntp_once():
-    try:
-        seam.ntp_sync()
-        return True
-    except (OSError, OverflowError, IndexError) as e:
-        log.warn(TAG, "NTP failed: %s", e)
-        return False
-
-
 def run():
-    """Bring the board up. Returns True when WiFi and the clock are ready; never raises."""
+    """Bring the board up. Returns True when WiFi and the clock are ready; never raises.
+
+    WiFi and NTP go through ``NetKeeper`` (the same upkeep as the I/O thread's), for at
+    most ``BOOT_WIFI_TRIES`` connection attempts' time; then the app starts either way.
+    """
     try:
-        seam.collect()
         if check_safe_mode():
-            _safe_banner()
+            print(commands.text("safe", state["reason"]))
             return False
-        if state["crashes"] > 1:
-            log.warn(TAG, "boot %d in a row that did not get healthy (safe mode after %d)",
-                     state["crashes"], config.BOOT_CRASH_LIMIT)
-        ssid = config.get("wifi_ssid")
-        up = False
-        if not ssid:
-            log.warn(TAG, "no WiFi set: from mimi import cli; cli.set_wifi('ssid', 'password')")
-        else:
-            for i in range(config.BOOT_WIFI_TRIES):
-                up = seam.wifi_connect(ssid, config.get("wifi_pass"), config.BOOT_WIFI_WAIT_MS)
-                if up:
-                    break
-            log.info(TAG, "wifi %s: %s", ssid, "connected" if up else "not connected yet (will keep trying)")
-        if up and not seam.clock_synced():
-            for i in range(config.BOOT_NTP_TRIES):
-                if _ntp_once():
-                    break
-        return up and seam.clock_synced()
+        if not config.get("wifi_ssid"):
+            log.warn("boot", commands.text("no_wifi"))
+            return False
+        k = NetKeeper()
+        t0 = seam.ticks_ms()
+        while not (k.tick(seam.ticks_ms()) and seam.clock_synced()):
+            if seam.ticks_diff(seam.ticks_ms(), t0) > config.BOOT_WIFI_TRIES * config.BOOT_WIFI_WAIT_MS:
+                return False
+            seam.sleep_ms(100)
+        return True
     except KeyboardInterrupt:
         # Ctrl-C during boot: this boot stays at the REPL (the app is not started).
         state["safe"] = True
         state["reason"] = "Ctrl-C during boot"
-        print("\n[boot] Ctrl-C: the assistant is not started this time (app.start() starts it)")
+        print(commands.text("boot_ctrlc"))
         raise
     except Exception as e:  # noqa: BLE001 - boot must never leave the board without a REPL
-        log.exc(TAG, "boot failed", e)
+        log.exc("boot", "boot", e)
         return False
 
 
 class NetKeeper:
     """Keeps WiFi up and the clock set; the I/O thread calls ``tick(now_ms)`` each loop.
 
-    Never blocks long: a connection attempt is started and checked on later ticks.
-    NTP (a UDP exchange of at most ~1 s) runs when due.
+    Never blocks long: a connection attempt is started and checked on later ticks (given
+    ``BOOT_WIFI_WAIT_MS``, then a back-off of 2 s doubling to ``BOOT_WIFI_BACKOFF_MAX_MS``
+    before the next). NTP (a UDP exchange of at most ~1 s) runs when due: retried with
+    back-off while it fails, then daily.
     """
 
     def __init__(self, now_ms=None):
         now = seam.ticks_ms() if now_ms is None else now_ms
         self.wifi_backoff_ms = config.BOOT_WIFI_BACKOFF_MIN_MS
         self.wifi_next_ms = now
-        self.connecting_since = None
-        self.was_up = None
+        self.connecting = None  # ticks_ms when the attempt under way started
+        self.up = None
         self.ntp_backoff_ms = config.BOOT_NTP_RETRY_MIN_MS
-        synced = seam.clock_synced()
-        self.ntp_next_ms = seam.ticks_add(now, config.BOOT_NTP_RESYNC_MS if synced else 0)
-        self.wifi_attempts = 0
-        self.ntp_syncs = 0
+        self.ntp_next_ms = seam.ticks_add(now, config.BOOT_NTP_RESYNC_MS if seam.clock_synced() else 0)
+        self.wifi_attempts = self.ntp_syncs = 0
 
-    def tick(self, now_ms):
-        up = self._wifi(now_ms)
-        if up:
-            self._ntp(now_ms)
-        return up
-
-    def _wifi(self, now):
+    def tick(self, now):
+        """One step of WiFi and NTP upkeep; returns True while WiFi is up."""
         ssid = config.get("wifi_ssid")
+        up = bool(self.up)
         if not ssid:
-            return seam.wifi_status()[0]
-        if seam.ticks_diff(now, self.wifi_next_ms) < 0:
-            return bool(self.was_up)
-        up = seam.wifi_status()[0]
-        if up:
-            if not self.was_up:
-                log.info(TAG, "wifi %s connected", ssid)
-            self.was_up = True
-            self.connecting_since = None
-            self.wifi_backoff_ms = config.BOOT_WIFI_BACKOFF_MIN_MS
-            self.wifi_next_ms = seam.ticks_add(now, config.BOOT_WIFI_CHECK_MS)
-            return True
-        if self.was_up:
-            log.warn(TAG, "wifi %s lost; reconnecting", ssid)
-        self.was_up = False
-        if self.connecting_since is not None:
-            # an attempt is under way: give it BOOT_WIFI_WAIT_MS, then back off
-            if seam.ticks_diff(now, self.connecting_since) < config.BOOT_WIFI_WAIT_MS:
-                self.wifi_next_ms = seam.ticks_add(now, 500)
-                return False
-            self.connecting_since = None
-            log.info(TAG, "wifi %s: no connection; next try in %d s", ssid, self.wifi_backoff_ms // 1000)
-            self.wifi_next_ms = seam.ticks_add(now, self.wifi_backoff_ms)
-            self.wifi_backoff_ms = min(self.wifi_backoff_ms * 2, config.BOOT_WIFI_BACKOFF_MAX_MS)
-            return False
-        self.wifi_attempts += 1
-        try:
-            if seam.wifi_connect(ssid, config.get("wifi_pass"), 0):
-                return self._wifi(now)
-        except OSError as e:
-            log.warn(TAG, "wifi connect failed: %s", e)
-        self.connecting_since = now
-        self.wifi_next_ms = seam.ticks_add(now, 500)
-        return False
-
-    def _ntp(self, now):
-        if seam.ticks_diff(now, self.ntp_next_ms) < 0:
-            return
-        if _ntp_once():
-            self.ntp_syncs += 1
-            self.ntp_backoff_ms = config.BOOT_NTP_RETRY_MIN_MS
-            self.ntp_next_ms = seam.ticks_add(now, config.BOOT_NTP_RESYNC_MS)
-            log.info(TAG, "clock set from NTP")
-        else:
-            self.ntp_next_ms = seam.ticks_add(now, self.ntp_backoff_ms)
-            self.ntp_backoff_ms = min(self.ntp_backoff_ms * 2, config.BOOT_NTP_RETRY_MAX_MS)
+            up = seam.wifi_status()[0]
+        elif seam.ticks_diff(now, self.wifi_next_ms) >= 0:
+            up = seam.wifi_status()[0]
+            if not up and self.connecting is None:  # start an attempt
+                self.wifi_attempts += 1
+                self.connecting = now
+                try:
+                    up = seam.wifi_connect(ssid, config.get("wifi_pass"), 0)
+                except OSError as e:
+                    log.warn("boot", "wifi: %s", e)
+            wait = 500
+            if up:
+                self.connecting = None
+                self.wifi_backoff_ms = config.BOOT_WIFI_BACKOFF_MIN_MS
+                wait = config.BOOT_WIFI_CHECK_MS
+            elif seam.ticks_diff(now, self.connecting) >= config.BOOT_WIFI_WAIT_MS:  # that attempt failed
+                self.connecting = None
+                wait = self.wifi_backoff_ms
+                self.wifi_backoff_ms = min(wait * 2, config.BOOT_WIFI_BACKOFF_MAX_MS)
+            if up != self.up:
+                log.info("boot", "wifi %s: %s", ssid, "connected" if up else "down")
+            self.up = up
+            self.wifi_next_ms = seam.ticks_add(now, wait)
+        if up and seam.ticks_diff(now, self.ntp_next_ms) >= 0:
+            try:
+                seam.ntp_sync()
+                self.ntp_syncs += 1
+                self.ntp_backoff_ms = config.BOOT_NTP_RETRY_MIN_MS
+                wait = config.BOOT_NTP_RESYNC_MS
+            except (OSError, OverflowError, IndexError) as e:
+                log.warn("boot", "NTP: %s", e)
+                wait = self.ntp_backoff_ms
+                self.ntp_backoff_ms = min(wait * 2, config.BOOT_NTP_RETRY_MAX_MS)
+            self.ntp_next_ms = seam.ticks_add(now, wait)
+        return up

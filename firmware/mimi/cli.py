@@ -7,488 +7,223 @@ At the REPL (the assistant keeps running in its threads)::
     >>> cli.ask("what time is it?")
     >>> cli.run()            # a line console: mimi> set_tz +01:00
 
-Every command prints its result and returns None. A missing or wrong argument prints the
-command's usage, and an error inside prints one line, never a traceback. Secrets are
-shown masked. ``help()`` lists the commands. In ``run()``, Ctrl-C stops the assistant
+Every command prints its result and returns None. A wrong number of arguments prints the
+command's usage, an error inside prints one line, never a traceback. Secrets are shown
+masked. ``help()`` lists the commands. In ``run()``, Ctrl-C stops the assistant
 (``app.stop()``) and returns to the REPL; ``exit`` leaves the console only.
+
+The commands are one table: their usage lines are the ``## cli`` section of texts.md
+(``name <needed> [optional]``; ``...`` takes the rest of the line), ``_do`` holds what
+each one does, and the module's ``__getattr__`` gives each as a function.
 """
-import json
-
-from mimi import config, log, seam
-
-TAG = "cli"
-
-# name -> (arguments, what it does). Arguments in <> are needed, in [] optional; "..."
-# takes the rest of the line.
-USAGE = {
-    "set_wifi": ("<ssid> <password>", "store WiFi credentials and connect"),
-    "wifi_status": ("", "connection, address, signal"),
-    "wifi_scan": ("", "list the networks in range"),
-    "set_tg_token": ("<token>", "store the Telegram bot token (from @BotFather)"),
-    "set_api_key": ("<key>", "store the LLM API key"),
-    "set_provider": ("<name>", "LLM provider: anthropic, openai, openrouter, deepseek, ollama, lmstudio, custom"),
-    "set_model": ("<name>", "LLM model name"),
-    "set_base_url": ("<url>", "API address for OpenAI-compatible servers (http:// or https://)"),
-    "set_search_key": ("<key>", "web search API key"),
-    "set_tz": ("<offset>", "your time zone as a UTC offset, e.g. +01:00"),
-    "allow": ("<chat_id>", "let a Telegram chat talk to the assistant"),
-    "deny": ("<chat_id>", "remove a chat from the allow list"),
-    "chats": ("", "the allowed chats and the owner"),
-    "pair": ("", "print a one-time pairing code to send from Telegram"),
-    "config_show": ("", "all settings (secrets masked)"),
-    "config_reset": ("<name|all>", "forget a setting (or all of them)"),
-    "skill_list": ("", "installed skills"),
-    "skill_show": ("<name>", "a skill's text"),
-    "memory_read": ("", "the long-term memory, MEMORY.md"),
-    "memory_write": ("<text...>", "replace MEMORY.md"),
-    "session_list": ("", "stored conversations"),
-    "session_clear": ("<key>", "archive a conversation and start it afresh"),
-    "heap_info": ("", "free and used RAM"),
-    "cron_list": ("", "scheduled jobs"),
-    "heartbeat_trigger": ("", "check HEARTBEAT.md now"),
-    "tool_exec": ("<tool> [json args...]", "run a tool, e.g. tool_exec get_time {}"),
-    "ask": ("<text...>", "chat with the assistant from here"),
-    "status": ("", "what /status shows"),
-    "start": ("", "start the assistant's threads"),
-    "stop": ("", "stop the assistant's threads"),
-    "safe_mode": ("<on|off>", "boot into safe mode (no app) until turned off"),
-    "restart": ("", "reset the board"),
-    "help": ("[command]", "this list"),
-}
-_REST = ("memory_write", "ask")  # the whole rest of the line is one argument
+from mimi import commands, config, seam
 
 out = print  # where the console writes (tests collect it)
 
 
-def _usage(name):
-    args, what = USAGE[name]
-    out("usage: %s %s  -- %s" % (name, args, what) if args else "usage: %s  -- %s" % (name, what))
+def __getattr__(name):
+    """Every command of texts.md's ``## cli`` section as a function: ``cli.set_tz("+01:00")``.
+
+    A module-level ``__getattr__`` (PEP 562) instead of one wrapper per command saves
+    about 80 bytes of heap per command. MicroPython has it wherever
+    ``MICROPY_MODULE_GETATTR`` is on, the default from the "core features" ROM level up
+    (py/mpconfig.h), so on the ESP32 port (extra features) and the unix port; CPython
+    since 3.7. ``help()`` lists the commands (the REPL's tab completion does not).
+    """
+    spec = "" if name[:1] == "_" else _spec(name)
+    if not spec:
+        raise AttributeError(name)
+    return lambda *a: _run(name, a, spec)
 
 
-def _text(x):
-    return isinstance(x, str) and x.strip() != ""
+def _spec(name):
+    """The usage line of command ``name`` (texts.md), or ''."""
+    for line in commands.text("cli").split("\n"):
+        if line.split(" ", 1)[0] == name:
+            return line
+    return ""
 
 
-def _safe(fn):
-    """Run a command so that an error prints one line instead of a traceback."""
-
-    name = fn.__name__
-
-    def wrapper(*args, **kw):
-        try:
-            fn(*args, **kw)
-        except KeyboardInterrupt:
-            raise
-        except TypeError as e:  # called with the wrong arguments (or a bug: say both)
-            out("error: %s" % e)
-            if name in USAGE:
-                _usage(name)
-        except Exception as e:  # noqa: BLE001 - the console never shows a traceback
-            out("error: %s" % (str(e) or type(e).__name__))
-
-    return wrapper
-
-
-def _set(name, value, shown=None):
-    config.set(name, value)
-    out("%s set to %s" % (name, shown if shown is not None else config.masked(name)))
-
-
-# -- WiFi ------------------------------------------------------------------------------
-
-
-@_safe
-def set_wifi(ssid=None, password=""):
-    if not _text(ssid) or not isinstance(password, str):
-        return _usage("set_wifi")
-    config.set("wifi_ssid", ssid)
-    config.set("wifi_pass", password)
-    out("WiFi set to %s; connecting..." % ssid)
-    ok = seam.wifi_connect(ssid, password, config.BOOT_WIFI_WAIT_MS)
-    out("connected" if ok else "not connected yet; the assistant keeps trying")
-
-
-@_safe
-def wifi_status():
-    up, ip, rssi = seam.wifi_status()
-    if up:
-        out("connected to %s, address %s, signal %s dBm" % (config.get("wifi_ssid"), ip, rssi))
-    else:
-        out("not connected (network set: %s)" % (config.get("wifi_ssid") or "none"))
-
-
-@_safe
-def wifi_scan():
-    nets = seam.wifi_scan()
-    if not nets:
-        out("no networks in range")
-    for ssid, rssi, ch in nets:
-        out("%4d dBm  ch %2d  %s" % (rssi, ch, ssid))
-
-
-# -- settings ----------------------------------------------------------------------------
-
-
-@_safe
-def set_tg_token(token=None):
-    if not _text(token):
-        return _usage("set_tg_token")
-    t = token.strip()
-    head, _, tail = t.partition(":")
-    if not head.isdigit() or len(tail) < 5 or " " in t:
-        out("that does not look like a bot token (digits, a colon, then letters): ask @BotFather")
-        return
-    _set("tg_token", t)
-    out("Telegram starts polling with it within a few seconds")
-
-
-@_safe
-def set_api_key(key=None):
-    if not _text(key) or " " in key.strip():
-        return _usage("set_api_key")
+def _run(name, a, spec=None):
+    """Run command ``name`` with arguments ``a`` (tuple) and print what it gives."""
+    spec = spec or _spec(name)
+    head = spec.split("  ")[0]
+    if spec and not head.count("<") <= len(a) <= len(head.split()) - 1:
+        return out("usage: " + spec)
     try:
-        from mimi import llm
-    except ImportError:
-        return _set("api_key", key.strip())
-    llm.set_key(key.strip())
-    out("API key for %s set (%s****)" % (config.get("provider"), key.strip()[:4]))
-
-
-@_safe
-def set_provider(name=None):
-    if not _text(name):
-        return _usage("set_provider")
-    from mimi import commands
-
-    out(commands.provider(name))
-
-
-@_safe
-def set_model(name=None):
-    if not _text(name):
-        return _usage("set_model")
-    from mimi import commands
-
-    out(commands.model(name))
-
-
-@_safe
-def set_base_url(url=None):
-    if not _text(url):
-        return _usage("set_base_url")
-    u = url.strip()
-    if not (u.startswith("http://") or u.startswith("https://")) or " " in u:
-        out("a base URL starts with http:// or https://, e.g. http://192.168.1.20:11434/v1")
+        r = _do(name, a[0] if a else None, a)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - the console never shows a traceback
+        out("error: %s" % (str(e) or type(e).__name__))
+        if isinstance(e, TypeError) and spec:
+            out("usage: " + spec)
         return
-    try:
-        from mimi import llm
-    except ImportError:
-        return _set("base_url", u.rstrip("/"))
-    llm.switch(base_url=u)
-    out("base_url set to %s" % config.get("base_url"))
+    if r == []:
+        r = commands.text("none_" + name)
+    for line in r if isinstance(r, list) else () if r is None else (r,):
+        out(line)
 
 
-@_safe
-def set_search_key(key=None):
-    if not _text(key):
-        return _usage("set_search_key")
-    _set("search_key", key.strip())
+def _do(name, x, a):
+    """What command ``name`` does with its first argument ``x`` (all of them: ``a``).
 
-
-@_safe
-def set_tz(tz=None):
-    if not _text(tz):
-        return _usage("set_tz")
-    from mimi import clock
-
-    out("time zone set to UTC%s" % clock.set_tz(tz))
-
-
-@_safe
-def config_show():
-    for name in config.SETTINGS:
-        v = config.masked(name)
-        out("%-16s %s" % (name, v if v != "" else "-"))
-
-
-@_safe
-def config_reset(name=None):
-    if not _text(name):
-        return _usage("config_reset")
-    if name == "all":
-        config.reset()
-        out("all settings are back to their defaults")
-    elif name in config.SETTINGS:
-        config.reset(name)
-        out("%s is back to its default (%s)" % (name, config.masked(name) or "empty"))
-    else:
-        out("no setting '%s'; config_show lists them" % name)
-
-
-# -- access ------------------------------------------------------------------------------
-
-
-@_safe
-def allow(chat_id=None):
-    if chat_id is None or str(chat_id).strip() == "":
-        return _usage("allow")
-    from mimi.channels import access
-
-    out(access.allow(chat_id))
-
-
-@_safe
-def deny(chat_id=None):
-    if chat_id is None or str(chat_id).strip() == "":
-        return _usage("deny")
-    from mimi.channels import access
-
-    out(access.deny(chat_id))
-
-
-@_safe
-def chats():
-    from mimi.channels import access
-
-    ids = access.allowed()
-    if not ids:
-        out("no chat is allowed yet: allow <chat_id>, or send the pairing code (pair) from Telegram")
-    own = access.owner()
-    for c in ids:
-        out(c + ("  (owner)" if c == own else ""))
-
-
-@_safe
-def pair():
-    from mimi import app
-
-    code = app.pairing().new()
-    out("pairing code: %s  (send it to the bot from your Telegram chat; it works once)" % code)
-
-
-# -- files -------------------------------------------------------------------------------
-
-
-@_safe
-def skill_list():
-    from mimi.storage import skills
-
-    items = skills.list()
-    if not items:
-        out("no skills in /data/skills")
-    for name, title in items:
-        out("%-20s %s" % (name, title))
-
-
-@_safe
-def skill_show(name=None):
-    if not _text(name):
-        return _usage("skill_show")
-    from mimi.storage import fs, skills
-
-    text, cut, _ = fs.read_text(skills.path(name.strip()), 4096)
-    out(text + ("\n[... cut at 4 KB]" if cut else ""))
-
-
-@_safe
-def memory_read():
-    from mimi import commands
-
-    out(commands.memory(4096))
-
-
-@_safe
-def memory_write(text=None):
-    if not isinstance(text, str):
-        return _usage("memory_write")
-    from mimi.storage import memory
-
-    memory.write_memory(text)
-    out("MEMORY.md written (%d bytes)" % len(text.encode()))
-
-
-@_safe
-def session_list():
+    Dispatches on the name's parts, ``session_clear`` -> ("session", "clear"), which are
+    short (interned, free) strings. Returns the text to print: a str, a list of lines
+    (empty: the ``none_<name>`` text), or None. Raises on bad input (``TypeError``
+    prints the usage too).
+    """
+    from mimi import app, llm
     from mimi.storage import fs, sessions
 
-    keys = sessions.keys()
-    if not keys:
-        out("no conversations stored")
-    for k in keys:
-        out("%-24s %6d bytes" % (k, fs.size(sessions.path_for(k))))
+    group, _, verb = name.partition("_")
+    rows = []  # what a listing command prints, one line each
+    if group == "set":
+        if verb == "wifi":
+            config.set("wifi_ssid", x)
+            config.set("wifi_pass", a[1] if len(a) > 1 else "")
+            out(commands.text("wifi_set", x))
+            seam.wifi_connect(x, config.get("wifi_pass"), config.BOOT_WIFI_WAIT_MS)
+            return commands.wifi()
+        if verb == "provider":
+            return commands.provider(x)
+        if verb == "model":
+            return commands.model(x)
+        x = x.strip()
+        if verb == "api_key":
+            llm.set_key(x)
+            verb = "key_" + config.get("provider")
+        elif verb == "base_url":
+            llm.switch(base_url=x)
+        elif verb == "tz":
+            from mimi import clock
 
+            clock.set_tz(x)
+        else:  # tg_token, search_key
+            head, _, tail = x.partition(":")
+            if verb == "tg_token" and (not head.isdigit() or len(tail) < 5 or " " in x):
+                return commands.text("bad_token")
+            config.set(verb, x)
+        return "%s set to %s" % (verb, config.masked(verb))
+    if group == "wifi":
+        if verb != "scan":
+            return commands.wifi()
+        for s, r, c in seam.wifi_scan():
+            rows.append("%4d dBm  ch %2d  %s" % (r, c, s))
+    if group == "allow":
+        return commands.allow(x)
+    if group == "deny":
+        return commands.deny(x)
+    if group == "chats":
+        for c in commands.allowed():
+            rows.append(c + ("  (owner)" if c == commands.owner() else ""))
+    if group == "pair":
+        return commands.text("pair", commands.new_code())
+    if group == "config":
+        if verb == "show":
+            for n in config.SETTINGS:
+                rows.append("%-16s %s" % (n, config.masked(n) or "-"))
+            return rows
+        if x != "all" and x not in config.SETTINGS:
+            return "no setting '%s'" % x
+        config.reset(None if x == "all" else x)
+        return "%s reset" % x
+    if group == "skill":
+        from mimi.storage import skills
 
-@_safe
-def session_clear(key=None):
-    if not _text(key):
-        return _usage("session_clear")
-    from mimi.storage import sessions
+        if x is None:
+            for it in skills.list():
+                rows.append("%-20s %s" % it)
+            return rows
+        t, cut, _ = fs.read_text(skills.path(x.strip()), 4096)
+        return t + ("\n[...]" if cut else "")
+    if group == "memory":
+        if x is None:
+            return commands.memory(4096)
+        from mimi.storage import memory
 
-    archived = sessions.clear(key.strip())
-    out("%s started afresh%s" % (key, (" (archived as %s)" % archived) if archived else ""))
+        memory.write_memory(x)
+        return "%d bytes" % len(x.encode())
+    if group == "session":
+        if x is not None:
+            return commands.new_session(x.strip())
+        for k in sessions.keys():
+            rows.append("%-24s %d B" % (k, fs.size(sessions.path_for(k)) or 0))
+    if group == "cron":
+        from mimi.storage import cronjobs
 
+        for j in cronjobs.list():
+            rows.append("%s %s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"),
+                                                j.get("chat_id"), j.get("text")))
+    if group == "heap":
+        return commands.heap()
+    if group == "status":
+        return commands.status()
+    if group == "heartbeat":
+        return app.heartbeat().run_now()
+    if group == "tool":
+        import json
+        from mimi.tools import registry
 
-@_safe
-def cron_list():
-    from mimi.storage import cronjobs
-
-    jobs = cronjobs.list()
-    if not jobs:
-        out("no scheduled jobs")
-    for j in jobs:
-        out("%-5s %-28s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"),
-                                            j.get("chat_id"), j.get("text")))
-
-
-# -- runtime -----------------------------------------------------------------------------
-
-
-@_safe
-def heap_info():
-    seam.collect()
-    free = seam.mem_free()
-    if free is None:
-        out("heap: not measurable on CPython")
-        return
-    used = seam.mem_alloc() or 0
-    out("heap: %d B used, %d B free, %d B total" % (used, free, used + free))
-
-
-@_safe
-def status():
-    from mimi import commands
-
-    out(commands.status())
-
-
-@_safe
-def heartbeat_trigger():
-    from mimi import app
-
-    out(app.heartbeat().run_now())
-
-
-@_safe
-def tool_exec(name=None, args="{}"):
-    if not _text(name):
-        return _usage("tool_exec")
-    if isinstance(args, str):
+        args = a[1] if len(a) > 1 else {}
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                raise TypeError(commands.text("json"))
+        app.init()  # loads and registers the tools (not in safe mode)
+        t, err = registry.execute(x, args, {"channel": "cli", "chat_id": config.CLI_CHAT_ID,
+                                            "session": "cli_console", "bus": app.state["bus"]})
+        return t if not err or t[:5] == "Error" else "error: " + t
+    if group == "ask":  # as the cli channel; replies are printed as they come
+        msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": x.strip(), "session": "cli_console"}
+        box = app.inbox
+        del box[:]
+        app.asking[0] = True
         try:
-            args = json.loads(args) if args.strip() else {}
-        except ValueError as e:
-            out("the arguments must be a JSON object, e.g. {\"path\": \"/data/x\"}: %s" % e)
-            return
-    from mimi import app
-    from mimi.tools import registry
+            if not app.running():
+                app.handle_inline(msg)  # here and now; its replies are in box
+            elif not app.state["bus"].inbound.put(msg):
+                return commands.text("busy")
+            t0 = seam.ticks_ms()
+            got = None  # when the last reply came (an agent without "idle" is done 1.5 s later)
+            while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
+                m = box.pop(0) if box else None
+                if m is None:
+                    if got is not None and seam.ticks_diff(seam.ticks_ms(), got) > 1500:
+                        return None
+                    seam.sleep_ms(50)
+                    continue
+                kind = m.get("kind")
+                if kind == "idle":
+                    return None
+                if kind == "text":
+                    out(m.get("text"))
+                    got = seam.ticks_ms()
+                elif kind == "note":
+                    out("(%s)" % m.get("text"))
+            return commands.text("no_reply")
+        finally:
+            app.asking[0] = False
+    if group == "start":
+        return "started" if app.init() and app.start() else commands.text("nostart")
+    if group == "stop":
+        return "stopped" if app.stop() else "stopping"
+    if group == "safe":
+        from mimi import boot
 
-    app.register_tools()
-    text, is_error = registry.execute(name, args, _ctx())
-    out(("error: " if is_error and not text.startswith("Error") else "") + text)
-
-
-def _ctx():
-    from mimi import app
-
-    return {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "session": _session(), "bus": app.state["bus"]}
-
-
-def _session():
-    from mimi.storage import sessions
-
-    return sessions.key_for("cli", config.CLI_CHAT_ID)
-
-
-@_safe
-def start():
-    from mimi import app
-
-    if app.running():
-        out("the assistant is already running")
-    elif app.init():
-        app.start()
-
-
-@_safe
-def stop():
-    from mimi import app
-
-    out("stopped" if app.stop() else "stopping (a turn is still finishing)")
-
-
-@_safe
-def safe_mode(on=None):
-    if on not in ("on", "off", True, False):
-        return _usage("safe_mode")
-    from mimi import boot
-
-    boot.set_safe_flag(on in ("on", True))
-    out("safe mode %s at the next boot" % ("ON" if on in ("on", True) else "off"))
+        if x not in ("on", "off", True, False):
+            raise TypeError("on or off")
+        boot.set_safe_flag(x in ("on", True))
+        return "%s set to %s" % (name, x)
+    if group == "restart":
+        return app.restart()
+    if group == "help":
+        return "usage: " + _spec(x) if x and _spec(x) else commands.text("cli")
+    return rows
 
 
-@_safe
-def restart():
-    from mimi import app
-
-    out("stopping the assistant and resetting the board...")
-    app.restart()
-
-
-# -- talking to the assistant ------------------------------------------------------------
-
-@_safe
-def ask(text=None):
-    if not _text(text):
-        return _usage("ask")
-    from mimi import app
-
-    from mimi.channels import console
-
-    msg = {"channel": "cli", "chat_id": config.CLI_CHAT_ID, "text": text.strip(), "session": _session()}
-    console.clear()
-    if not app.running():
-        out(app.handle_inline(msg) or "(no reply)")
-        return
-    console.asking[0] = True
-    try:
-        if not app.state["bus"].inbound.put(msg):
-            out("the assistant is busy; try again in a moment")
-            return
-        _wait_reply(console)
-    finally:
-        console.asking[0] = False
-
-
-def _wait_reply(console):
-    t0 = seam.ticks_ms()
-    got_text_at = None
-    while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
-        m = console.take()
-        if m is None:
-            if got_text_at is not None and seam.ticks_diff(seam.ticks_ms(), got_text_at) > 1500:
-                return  # a reply came and no "idle" followed: done anyway
-            seam.sleep_ms(50)
-            continue
-        kind = m.get("kind")
-        if kind == "text":
-            out(m.get("text", ""))
-            got_text_at = seam.ticks_ms()
-        elif kind == "note":
-            out("(%s)" % m.get("text", ""))
-        elif kind == "idle":
-            return
-    out("(no reply within %d s; it will be printed when it comes)" % (config.CLI_ASK_TIMEOUT_MS // 1000))
-
-
-# -- help and the line console -----------------------------------------------------------
-
-
-def help(name=None):  # noqa: A001 - the console's own word for it
-    if _text(name) and name in USAGE:
-        return _usage(name)
-    out("commands (at the REPL: cli.name(args); in cli.run(): name args):")
-    for n in USAGE:
-        args, what = USAGE[n]
-        out("  %-18s %-22s %s" % (n, args, what))
+# -- the line console -------------------------------------------------------------------
 
 
 def split(line):
@@ -496,7 +231,7 @@ def split(line):
 
     Returns a list of str; ``ValueError`` for an unclosed quote.
     """
-    out = []
+    words = []
     cur = []
     quote = None
     have = False
@@ -511,7 +246,7 @@ def split(line):
             have = True
         elif ch in " \t":
             if have or cur:
-                out.append("".join(cur))
+                words.append("".join(cur))
                 cur = []
                 have = False
         else:
@@ -519,44 +254,37 @@ def split(line):
     if quote:
         raise ValueError("a quote is not closed")
     if have or cur:
-        out.append("".join(cur))
-    return out
+        words.append("".join(cur))
+    return words
 
 
 def execute(line):
     """Run one console line (``set_tz +01:00``). Unknown commands and wrong arguments
     print a hint; returns False for ``exit``/``quit``, else True."""
     line = line.strip()
-    if not line or line.startswith("#"):
+    if not line or line[0] == "#":
         return True
     if len(line) > config.CLI_LINE_MAX:
-        out("line too long (over %d characters)" % config.CLI_LINE_MAX)
+        out("too long")
         return True
     name, _, rest = line.partition(" ")
     if name in ("exit", "quit"):
         return False
-    if name not in USAGE:
-        out("unknown command '%s'; help lists them" % name)
+    spec = _spec(name)
+    if not spec:
+        out("unknown command '%s'" % name)
         return True
-    fn = globals()[name]
-    if name in _REST:
-        args = [rest.strip()] if rest.strip() else []
-    elif name == "tool_exec":
-        tool, _, js = rest.strip().partition(" ")
-        args = [tool] + ([js] if js.strip() else []) if tool else []
+    words = spec.split("  ")[0].split()
+    if "..." in words[-1]:  # the last argument takes the rest of the line
+        a = rest.split(None, len(words) - 2)
     else:
         try:
-            args = split(rest)
-        except ValueError as e:
-            out("%s; usage follows" % e)
-            return _usage(name) or True
-    spec = USAGE[name][0]
-    need = spec.count("<")
-    most = need + spec.count("[")
-    if len(args) < need or len(args) > most:
-        _usage(name)
-        return True
-    fn(*args)
+            a = split(rest)
+        except ValueError as e:  # an unclosed quote
+            out(e)
+            out("usage: " + spec)
+            return True
+    _run(name, tuple(a), spec)
     return True
 
 
@@ -565,28 +293,14 @@ def run():
 
     Ctrl-C stops the assistant cleanly and returns to the REPL (``start`` runs it again).
     """
-    out("mimi console: 'help' lists the commands, 'exit' returns to the REPL, Ctrl-C stops the assistant")
-    while True:
-        try:
-            line = input("mimi> ")
-        except EOFError:
-            return
-        except KeyboardInterrupt:
-            _interrupted()
-            return
-        try:
-            if not execute(line):
-                return
-        except KeyboardInterrupt:
-            _interrupted()
-            return
-
-
-def _interrupted():
     from mimi import app
 
-    out("\nCtrl-C: stopping the assistant (start() or cli.start() runs it again)")
+    out(commands.text("console"))
     try:
+        while execute(input("mimi> ")):
+            pass
+    except EOFError:
+        pass
+    except KeyboardInterrupt:
+        out("\n" + commands.text("ctrl_c"))
         app.stop()
-    except Exception as e:  # noqa: BLE001
-        log.exc(TAG, "stop failed", e)

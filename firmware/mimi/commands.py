@@ -1,255 +1,271 @@
-"""What the chat commands and the serial CLI share: /status, /model, /provider, /new,
-/memory, /help.
+"""What the chat commands and the serial CLI share: /start, /help, /status, /model,
+/provider, /new, /memory, the fixed texts, and who may talk to the assistant.
 
-Each function returns the text to show (str) and raises nothing for bad input: a wrong
+Each command returns the text to show (str) and raises nothing for bad input: a wrong
 argument comes back as a short message saying what is expected. Telegram calls
 ``run(text, channel, chat_id)`` for a message that starts with ``/``; the CLI calls the
-functions directly.
+functions directly. Provider and model changes go through ``mimi.llm.switch`` (which
+checks, persists and rebuilds the provider); tokens come from ``mimi.llm.usage``.
 
-Provider and model changes go through ``mimi.llm.switch`` (which checks them, persists
-them and rebuilds the provider); tokens come from ``mimi.llm.usage``. While ``mimi.llm``
-is not installed, the settings are written directly.
+Access: closed by default. A chat reaches the agent only when its id is in the setting
+``allowed_chats`` (comma-separated ids; groups have negative ids). The owner allows a
+chat on the serial console (``allow <id>``) or by sending, from that chat, the one-time
+pairing code the console prints (``new_code``; void after ``TG_PAIR_TRIES`` wrong
+tries, so it cannot be guessed). The first chat allowed becomes the owner
+(``owner_chat``), who gets heartbeat reports. Ids are kept as text: Telegram ids exceed
+32 bits. (The rate limit on replies to strangers is the Telegram channel's.)
+
+The wording lives in ``texts.md`` beside this module, read when needed (``text``): help
+pages, the command menu, replies, the heartbeat prompt. Code holds only short strings
+(a string constant costs heap for as long as the module is loaded; see docs/heap.md).
 """
-from mimi import config, seam
+import os
 
-TAG = "cmd"
+from mimi import config, log, seam
 
-# The provider presets mimi knows (docs/internals.md, "LLM").
-PROVIDERS = ("anthropic", "openai", "openrouter", "deepseek", "ollama", "lmstudio", "custom")
-_LOCAL = ("ollama", "lmstudio", "custom")  # may run without an API key
-_MODEL_MAX = 100
-
-COMMANDS = config.TG_COMMANDS
+_TEXTS = __file__.rsplit("/", 1)[0] + "/texts.md"
 
 
+def text(key, *args):
+    """The text under ``## key`` in texts.md, %-formatted with ``args`` (str).
 
-def _llm():
+    Reads the file line by line (it is ours: short lines, short sections). A missing file
+    or key gives ``[key]`` and the arguments, so a broken deploy still says something.
+    """
+    out = []
     try:
-        from mimi import llm
-    except ImportError:
-        return None
-    return llm
+        with open(_TEXTS) as f:
+            on = False
+            for line in f:
+                if line[:3] == "## ":
+                    if on:
+                        break
+                    on = line[3:].strip() == key
+                elif on:
+                    out.append(line)
+    except OSError:
+        pass
+    t = "".join(out).strip()
+    if not t:
+        return "[%s] %s" % (key, args)
+    return t % args if args else t
 
 
-def _providers():
-    llm = _llm()
-    return tuple(sorted(llm.PRESETS)) if llm is not None else PROVIDERS
-
-
-# -- the commands ------------------------------------------------------------------------
-
-
-def help_text():
-    lines = ["Commands:"]
-    for name, desc in COMMANDS:
-        lines.append("/%s - %s" % (name, desc))
-    lines.append("Anything else is a message for me.")
-    return "\n".join(lines)
-
-
-def start_text():
-    return ("Hi, I am mimi, a personal assistant running on a small board. "
-            "Write to me as you would to a person; I remember what matters in my notes.\n\n"
-            + help_text())
-
-
-def _uptime():
-    try:
-        from mimi import app
-        t0 = app.state.get("started_ms")
-    except ImportError:
-        t0 = None
-    if t0 is None:
-        return "not started"
-    s = seam.ticks_diff(seam.ticks_ms(), t0) // 1000
-    if s < 3600:
-        return "%d min %d s" % (s // 60, s % 60)
-    if s < 86400:
-        return "%d h %d min" % (s // 3600, (s % 3600) // 60)
-    return "%d d %d h" % (s // 86400, (s % 86400) // 3600)
-
-
-def _heap():
-    free = seam.mem_free()
-    if free is None:
-        return "n/a (CPython)"
-    used = seam.mem_alloc() or 0
-    return "%d KB free of %d KB" % (free // 1024, (free + used) // 1024)
-
-
-def _wifi():
-    try:
-        up, ip, rssi = seam.wifi_status()
-    except Exception as e:  # noqa: BLE001 - a status line must not fail
-        return "unknown (%s)" % e
-    if not up:
-        return "not connected"
-    ssid = config.get("wifi_ssid") or "?"
-    return "%s, %s%s" % (ssid, ip, (", %d dBm" % rssi) if rssi is not None else "")
-
-
-def model_text():
-    m = config.get("model")
-    return m if m else "(the provider's default)"
-
-
-def _tokens():
-    try:
-        from mimi.llm import usage
-    except ImportError:
-        return "tokens today: not counted (no LLM part installed)"
-    return usage.summary()
-
-
-def _llm_line():
-    llm = _llm()
-    if llm is not None:
-        try:
-            return "LLM: " + llm.describe()
-        except Exception as e:  # noqa: BLE001 - a status line must not fail
-            return "LLM: %s (%s)" % (config.get("provider"), e)
-    return "LLM: %s, model %s" % (config.get("provider"), model_text())
+def menu():
+    """The command menu for ``setMyCommands``: ``[(name, description)]``, the ``/name -
+    description`` lines of the /help text."""
+    out = []
+    for ln in text("help").split("\n"):
+        if ln[:1] == "/":
+            out.append(ln[1:].split(" - ", 1))
+    return out
 
 
 def status():
     """Several lines: runtime, LLM (provider, model, address), heap, uptime, WiFi, clock,
     tokens today."""
-    from mimi import VERSION
+    from mimi import VERSION, app, llm
+    from mimi.llm import usage
 
-    return "\n".join((
-        "mimi %s on %s" % (VERSION, seam.describe()),
-        _llm_line(),
-        "heap: %s" % _heap(),
-        "uptime: %s" % _uptime(),
-        "WiFi: %s" % _wifi(),
-        "clock: %s" % ("synced" if seam.clock_synced() else "not set yet (no NTP)"),
-        _tokens(),
-    ))
+    t0 = app.state["started_ms"]
+    s = seam.ticks_diff(seam.ticks_ms(), t0 or 0) // 1000
+    return text("status", VERSION, seam.describe(), llm.describe(), heap(),
+                "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
+                "synced" if seam.clock_synced() else "not set", usage.summary())
+
+
+def wifi():
+    """The WiFi link in words: network, address and signal, or why not."""
+    try:
+        up, ip, rssi = seam.wifi_status()
+    except Exception as e:  # noqa: BLE001 - a status line must not fail
+        return "error: %s" % e
+    return text("wifi_up", config.get("wifi_ssid"), ip, rssi) if up else \
+        text("wifi_down", config.get("wifi_ssid") or "none")
+
+
+def heap():
+    """``"heap: 12345 B used, 67890 B free"`` after a collection ("n/a" on CPython)."""
+    seam.collect()
+    free = seam.mem_free()
+    return "heap: n/a" if free is None else "heap: %d B used, %d B free" % (seam.mem_alloc() or 0, free)
 
 
 def model(name=None):
     """Show the model, or set it to ``name`` (kept across reboots)."""
-    if name is None or not str(name).strip():
-        return "model: %s (provider %s). Set one with /model <name>." % (model_text(), config.get("provider"))
-    name = str(name).strip()
-    if len(name) > _MODEL_MAX or " " in name:
-        return "A model name is one word of at most %d characters, e.g. /model claude-sonnet-4-5" % _MODEL_MAX
-    llm = _llm()
-    if llm is not None:
-        try:
-            llm.switch(model=name)
-        except ValueError as e:
-            return str(e)
-    else:
-        config.set("model", name)
-    return "model set to %s (provider %s)" % (name, config.get("provider"))
+    from mimi import llm
+
+    name = str(name or "").strip()
+    if not name or " " in name:
+        return text("model_bad" if name else "model", config.get("model") or "default", config.get("provider"))
+    try:
+        llm.switch(model=name)
+    except ValueError as e:
+        return str(e)
+    return text("model_set", name, config.get("provider"))
 
 
 def provider(name=None):
-    """Show the provider, or switch to ``name`` (a preset; kept across reboots).
+    """Show the provider, or switch to preset ``name`` (kept across reboots).
 
     Switching starts from the new provider's own model and address (names differ between
     providers) until ``model`` sets one.
     """
+    from mimi import llm
+
     cur = config.get("provider")
-    names = _providers()
-    if name is None or not str(name).strip():
-        return "provider: %s. Choose with /provider <name>, one of: %s" % (cur, ", ".join(names))
-    name = str(name).strip().lower()
-    if name not in names:
-        return "unknown provider '%s'; choose one of: %s" % (name, ", ".join(names))
-    if name == cur:
-        return "provider is already %s (model: %s)" % (cur, model_text())
-    llm = _llm()
-    if llm is not None:
-        try:
-            llm.switch(provider=name)
-        except ValueError as e:
-            return str(e)
-    else:
-        config.set("provider", name)
-        config.set("model", "")
-    out = "provider set to %s; model reset to its default" % name
-    if name not in _LOCAL and not (config.get("api_key") or _key_for(name)):
-        out += ". No API key is set: on the serial console, set_api_key <key>"
-    if name in _LOCAL and not config.get("base_url"):
-        out += ". Check its address on the serial console: set_base_url <url>"
-    return out
-
-
-def _key_for(name):
+    name = str(name or "").strip().lower()
+    if not name or name == cur:
+        return text("prov_same" if name else "provider", cur, ", ".join(sorted(llm.PRESETS)))
     try:
-        return config.get("key_" + name)
-    except KeyError:  # no per-provider keys in this build
-        return ""
+        llm.switch(provider=name)
+    except ValueError as e:
+        return str(e)
+    if not llm.PRESETS[name][3]:  # a local server: no key, but its address matters
+        return text("prov_set", name) + ("" if config.get("base_url") else text("no_url"))
+    return text("prov_set", name) + ("" if config.get("key_" + name) or config.get("api_key") else text("no_key"))
 
 
-def new_session(channel, chat_id):
-    """Start a fresh conversation for this chat; the old one moves to the archive."""
+def new_session(key):
+    """Start session ``key`` afresh; the old one moves to the archive. Returns a message."""
     from mimi.storage import sessions
 
-    key = sessions.key_for(channel, chat_id)
     try:
-        archived = sessions.clear(key)
+        return text("new", sessions.clear(key) or "none")
     except (OSError, ValueError) as e:
-        return "could not start afresh: %s" % e
-    if archived:
-        return "Started a fresh conversation. The old one is archived (%s)." % archived
-    return "Started a fresh conversation."
+        return "error: %s" % e
 
 
 def memory(cap=3000):
-    """The long-term memory (MEMORY.md), at most ``cap`` bytes."""
-    from mimi.storage import memory as mem
+    """The long-term memory (MEMORY.md), at most ``cap`` bytes (cut at a character)."""
+    from mimi.storage import fs
 
     try:
-        text = mem.read_memory(cap + 1)
+        t, cut, _ = fs.read_text(config.MEMORY_PATH, cap)
+    except fs.NotFound:
+        t, cut = "", False
     except (OSError, ValueError) as e:
-        return "could not read MEMORY.md: %s" % e
-    if not text.strip():
-        return "MEMORY.md is empty: I have not noted anything long-term yet."
-    b = text.encode()
-    if len(b) > cap:
-        end = cap
-        while end > 0 and (b[end] & 0xC0) == 0x80:
-            end -= 1
-        text = b[:end].decode() + "\n[... more in /data/memory/MEMORY.md]"
-    return text
+        return "error: %s" % e
+    if not t.strip():
+        return text("mem_empty")
+    return t + "\n" + text("mem_more") if cut else t
 
 
-def parse(text):
+def parse(text_):
     """Split a chat command: ``"/model@mimi_bot  gpt-4o"`` -> ``("model", "gpt-4o")``.
 
-    Returns None when ``text`` is not a command (does not start with ``/``).
+    Returns None when ``text_`` is not a command (does not start with ``/``).
     """
-    if not text or text[0] != "/":
+    if not text_ or text_[0] != "/":
         return None
-    head, _, rest = text[1:].partition(" ")
+    head, _, rest = text_[1:].partition(" ")
     name = head.split("@", 1)[0].lower()
-    if not name:
-        return None
-    return name, rest.strip()
+    return (name, rest.strip()) if name else None
 
 
-def run(text, channel, chat_id):
-    """Answer a chat command, or return None when ``text`` is not one of ours (so it goes
-    to the agent as an ordinary message)."""
-    p = parse(text)
-    if p is None:
-        return None
-    name, arg = p
-    if name == "start":
-        return start_text()
-    if name == "help":
-        return help_text()
+def run(text_, channel, chat_id):
+    """Answer a chat command, or return None when ``text_`` is not one of ours (so it
+    goes to the agent as an ordinary message)."""
+    name, arg = parse(text_) or ("", "")
+    if name == "start" or name == "help":
+        return text(name)
     if name == "status":
         return status()
     if name == "model":
-        return model(arg or None)
+        return model(arg)
     if name == "provider":
-        return provider(arg or None)
+        return provider(arg)
     if name == "new":
-        return new_session(channel, chat_id)
+        from mimi.storage import sessions
+
+        return new_session(sessions.key_for(channel, chat_id))
     if name == "memory":
         return memory()
     return None
+
+
+# -- access ----------------------------------------------------------------------------
+
+_code = [None, 0]  # the pairing code (str, or None when there is none) and wrong tries at it
+
+
+def _id(chat_id):
+    """``chat_id`` as canonical text (``"123"``, ``"-100456"``); ``ValueError`` if it is not an id."""
+    s = str(chat_id).strip()
+    if not s.lstrip("-").isdigit() or len(s) > 21:
+        raise ValueError(text("bad_id", s))
+    return str(int(s))
+
+
+def allowed():
+    """The allowed chat ids (list of str), in the order they were added."""
+    v = config.get("allowed_chats")
+    return v.split(",") if v else []  # written by allow/deny only: no empty items
+
+
+def is_allowed(chat_id):
+    try:
+        return _id(chat_id) in allowed()
+    except ValueError:
+        return False
+
+
+def owner():
+    """The owner's chat id (str): the setting, else the first allowed chat, else ''."""
+    return config.get("owner_chat") or (allowed() + [""])[0]
+
+
+def allow(chat_id):
+    """Allow ``chat_id``; the first chat allowed becomes the owner. Returns a message.
+
+    Raises ``ValueError`` for a malformed id or a full list (the setting holds 512 bytes).
+    """
+    cid = _id(chat_id)
+    ids = allowed()
+    if cid in ids:
+        return text("allowed", cid, "already ")
+    config.set("allowed_chats", ",".join(ids + [cid]))  # ValueError when over the store's limit
+    if config.get("owner_chat"):
+        return text("allowed", cid, "")
+    config.set("owner_chat", cid)
+    return text("owner", cid)
+
+
+def deny(chat_id):
+    """Remove ``chat_id`` from the allow list (and as owner). Returns a message."""
+    cid = _id(chat_id)
+    ids = allowed()
+    if cid not in ids:
+        return text("not_in", cid)
+    ids.remove(cid)
+    config.set("allowed_chats", ",".join(ids))
+    if config.get("owner_chat") == cid:
+        config.set("owner_chat", (ids + [""])[0])
+    return text("denied", cid, owner() or "nobody")
+
+
+def new_code():
+    """Make a fresh 6-digit pairing code (the old one is void) and return it. Print it on
+    the console only: whoever sends it from Telegram gets their chat allowed."""
+    _code[0] = "%06d" % (int.from_bytes(os.urandom(4), "big") % 1000000)
+    _code[1] = 0
+    return _code[0]
+
+
+def try_code(chat_id, text):
+    """True (and the chat allowed, the code used up) when ``text`` is the pairing code.
+
+    Text that does not look like a code (6 digits) is not counted as a try.
+    """
+    t = text.strip()
+    if _code[0] is None or len(t) != 6 or not t.isdigit():
+        return False
+    if t == _code[0]:
+        _code[0] = None
+        allow(chat_id)
+        return True
+    _code[1] += 1
+    if _code[1] >= config.TG_PAIR_TRIES:
+        _code[0] = None
+        log.warn("access", "code void")  # cli.pair() makes a new one
+    return False

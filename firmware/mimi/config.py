@@ -49,11 +49,10 @@ THREAD_IO_STACK_BYTES = const(16384)
 
 # -- boot (mimi/boot.py; issue 5) -------------------------------------------------------
 BOOT_WIFI_WAIT_MS = const(15000)  # one connection attempt
-BOOT_WIFI_TRIES = const(2)  # at boot; then the I/O thread keeps trying, never giving up
+BOOT_WIFI_TRIES = const(2)  # attempts' time at boot; then the I/O thread keeps trying, never giving up
 BOOT_WIFI_BACKOFF_MIN_MS = const(2000)
 BOOT_WIFI_BACKOFF_MAX_MS = const(300000)
 BOOT_WIFI_CHECK_MS = const(5000)  # how often the I/O thread looks at the link
-BOOT_NTP_TRIES = const(3)  # at boot
 BOOT_NTP_RETRY_MIN_MS = const(30000)
 BOOT_NTP_RETRY_MAX_MS = const(900000)
 BOOT_NTP_RESYNC_MS = const(86400000)  # daily: the RTC drifts seconds per day
@@ -94,16 +93,6 @@ TG_DENY_REPLY_MS = const(600000)  # one answer per stranger per 10 minutes
 TG_DENY_CHATS_MAX = const(16)
 TG_PAIR_TRIES = const(10)  # wrong pairing codes before the code is void
 TG_MEDIA_REPLY = "I can read text only: please send your message as text."
-# The command menu (setMyCommands; mimi.commands answers them): (command, description).
-TG_COMMANDS = (
-    ("start", "Say hello and show what I can do"),
-    ("help", "List the commands"),
-    ("new", "Start a fresh conversation (the old one is archived)"),
-    ("status", "Provider, model, memory, uptime, WiFi, tokens today"),
-    ("model", "Show or set the model: /model <name>"),
-    ("provider", "Show or set the LLM provider: /provider <name>"),
-    ("memory", "Show my long-term memory (MEMORY.md)"),
-)
 
 # -- cron and heartbeat (mimi/services/; issue 5) ---------------------------------------
 CRON_TICK_MS = const(5000)  # how often the job store is asked for due jobs

@@ -20,12 +20,11 @@ EMOJI = "\U0001F600"
 
 SCRIPT = r'''
 import os, time
-from mimi import app, boot, config, llm, seam
-from mimi.channels import access
+from mimi import app, boot, commands, config, llm, seam
 
 config.set("tg_api_base", "%(tg)s")
 config.set("tg_token", "%(token)s")
-access.allow(42)
+commands.allow(42)
 llm.switch(provider="openai", model="gpt-fake", base_url="%(llm)s")
 llm.set_key("sk-FAKE-key")
 boot.run()

@@ -5,9 +5,7 @@ Updates arrive as JSON text parsed by the runtime's own ``json.loads`` (see tgfa
 import support
 import tgfake
 
-from mimi import bus, config, seam
-from mimi.channels import access
-from mimi.channels.tgapi import Truncated
+from mimi import bus, commands, config, seam
 from mimi.channels.telegram import Telegram
 
 RUNTIMES = ("cpython", "micropython")
@@ -18,10 +16,10 @@ EMOJI = "\U0001F600"
 def setup(allowed=("42",), inbound_max=8):
     support.fresh_flash()
     for c in allowed:
-        access.allow(c)
+        commands.allow(c)
     b = bus.Bus(inbound_max, 16)
     api = tgfake.FakeApi()
-    tg = Telegram(b, api=api, pairing=access.Pairing())
+    tg = Telegram(b, api=api)
     now = seam.ticks_ms()
     tg.tick(now)  # getMe, setMyCommands, first poll
     return b, api, tg, now
@@ -103,13 +101,31 @@ def test_stranger_gets_one_short_reply_and_never_reaches_the_agent():
     assert len(replies) == 1 and "99" in replies[0] and "allow 99" in replies[0]
 
 
+def test_strangers_get_one_reply_per_period_and_are_remembered_boundedly():
+    b, api, tg, now = setup()
+    api.answer(*[tgfake.text_update(900 + i, "hi") for i in range(config.TG_DENY_CHATS_MAX + 3)])
+    tg.tick(now + 1)
+    drain(tg, now + 2, 40)
+    assert len(tg.told) == config.TG_DENY_CHATS_MAX  # the oldest are forgotten
+    assert len(api.texts()) == config.TG_DENY_CHATS_MAX + 3
+    api.answer(tgfake.text_update(900 + config.TG_DENY_CHATS_MAX + 2, "again"))
+    tg.tick(now + 100)
+    drain(tg, now + 101, 5)
+    assert len(api.texts()) == config.TG_DENY_CHATS_MAX + 3  # within the period: not told again
+    t = now + config.TG_DENY_REPLY_MS + 200
+    api.answer(tgfake.text_update(900 + config.TG_DENY_CHATS_MAX + 2, "and again"))
+    tg.tick(t)
+    drain(tg, t + 1, 5)
+    assert len(api.texts()) == config.TG_DENY_CHATS_MAX + 4  # a period later: told once more
+
+
 def test_pairing_code_from_telegram_allows_the_chat():
     b, api, tg, now = setup()
-    code = tg.pairing.new()
+    code = commands.new_code()
     api.answer(tgfake.text_update(55, code))
     tg.tick(now + 1)
     drain(tg, now + 2)
-    assert access.is_allowed("55")
+    assert commands.is_allowed("55")
     assert "Paired" in api.texts(55)[0]
     api.answer(tgfake.text_update(55, "now me"))
     tg.tick(now + 30)
@@ -229,7 +245,7 @@ def test_network_errors_back_off_and_finally_drop():
     for i in range(config.TG_SEND_TRIES + 2):
         t += config.TG_BACKOFF_MAX_MS + 1
         tg.tick(t)
-    assert len(api.sent()) == config.TG_SEND_TRIES and tg.stats["dropped"] == 1 and tg.outq == []
+    assert len(api.sent()) == config.TG_SEND_TRIES and tg.dropped == 1 and tg.outq == []
 
 
 def test_typing_every_four_seconds_until_idle():
@@ -324,10 +340,10 @@ def test_stop_with_unconfirmed_updates_keeps_them_due():
 def test_an_oversized_answer_goes_one_at_a_time_then_skips():
     b, api, tg, now = setup()
     raw = b'{"ok":true,"result":[{"update_id":5000,"message":{"message_id":1,"chat":{"id":42,"type":"private"'
-    api.answers.append(Truncated(raw))
+    api.answers.append(raw)  # BotApi.updates gives the start of an answer over the buffer
     tg.tick(now + 1)
     assert api.polls[-1].limit == 1
-    api.answers.append(Truncated(raw))
+    api.answers.append(raw)  # BotApi.updates gives the start of an answer over the buffer
     tg.tick(now + 2)
     drain(tg, now + 3)
     assert tg.offset == 5001 and api.polls[-1].offset == 5001

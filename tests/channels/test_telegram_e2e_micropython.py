@@ -15,13 +15,12 @@ EMOJI = "\U0001F600"
 
 SCRIPT = r'''
 import gc, os, time
-from mimi import app, boot, config, seam
-from mimi.channels import access
+from mimi import app, boot, commands, config, seam
 
 config.set("tg_api_base", "%(url)s")
 config.set("tg_token", "%(token)s")
-access.allow(42)
-access.allow(-100500)
+commands.allow(42)
+commands.allow(-100500)
 
 
 class Echo:

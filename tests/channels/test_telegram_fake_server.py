@@ -9,8 +9,7 @@ import pytest
 import support
 
 from host_sim.fakes.telegram import FakeTelegram
-from mimi import bus, config, seam
-from mimi.channels import access
+from mimi import bus, commands, config, seam
 from mimi.channels.telegram import Telegram
 
 EMOJI = "\U0001F600"
@@ -22,9 +21,9 @@ def env():
     support.fresh_flash()
     config.set("tg_api_base", fake.url)
     config.set("tg_token", fake.token)
-    access.allow(42)
+    commands.allow(42)
     b = bus.Bus(8, 16)
-    tg = Telegram(b, pairing=access.Pairing())
+    tg = Telegram(b)
     saved = config.TG_TYPING_EVERY_MS
     yield fake, b, tg
     config.TG_TYPING_EVERY_MS = saved
@@ -122,7 +121,7 @@ def test_a_dropped_poll_backs_off_and_recovers(env):
     fake.inject_text(42, "are you there?")
     got = []
     assert pump(tg, lambda: got.extend(inbound(b)) or got, timeout=8)
-    assert tg.stats["poll_errors"] >= 1 and got[0]["text"] == "are you there?"
+    assert tg.errors >= 1 and got[0]["text"] == "are you there?"
 
 
 def test_typing_repeats_until_idle(env):

@@ -110,16 +110,13 @@ def test_visible_text_is_never_longer_than_the_markdown():
         assert f.utf16_len(_visible(f.md_to_html(md))) <= f.utf16_len(md)
 
 
-def test_cut_points_partition_and_prefer_paragraphs():
+def test_cuts_partition_and_prefer_paragraphs():
     text = ("word " * 300 + "\n\n") * 5  # paragraphs of 1502 units
-    b = text.encode()
-    cuts = f.cut_points(b, 4096)
-    assert cuts[-1] == len(b)
-    start = 0
-    for c in cuts[:-1]:
-        assert b[c - 2:c] == b"\n\n"  # each cut follows a blank line
-        assert f.units(b[start:c]) <= 4096
-        start = c
+    parts = f.split(text, 4096)
+    assert len(parts) > 1 and "".join(parts) == text
+    for p in parts[:-1]:
+        assert p.endswith("\n\n")  # each cut follows a blank line
+        assert f.utf16_len(p.encode()) <= 4096
 
 
 def test_split_falls_back_to_lines_then_words_then_characters():

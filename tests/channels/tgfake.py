@@ -1,11 +1,11 @@
-"""A scripted stand-in for ``mimi.channels.tgapi.BotApi`` (both runtimes).
+"""A scripted stand-in for the Bot API wire of ``mimi.channels.telegram.Telegram`` (both runtimes).
 
 Updates are given as JSON text, as Telegram sends them (non-ASCII escaped), and parsed
 with the runtime's own ``json.loads``, so MicroPython's lone surrogates reach the channel.
 """
 import json
 
-from mimi.channels.tgapi import TgError
+from mimi.channels.telegram import TgError
 
 ME = {"id": 777, "is_bot": True, "first_name": "mimi", "username": "mimi_test_bot"}
 

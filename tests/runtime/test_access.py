@@ -1,65 +1,55 @@
-"""Allow list, owner, pairing codes, stranger replies (both runtimes)."""
+"""Allow list, owner, pairing codes (both runtimes; the stranger reply limit is in
+tests/channels/test_telegram_channel.py)."""
 import support
 
-from mimi import config, seam
-from mimi.channels import access
+from mimi import commands, config
 
 RUNTIMES = ("cpython", "micropython")
 
 
 def test_closed_by_default_and_allow_deny():
     support.fresh_flash()
-    assert access.allowed() == [] and not access.is_allowed("5")
-    assert "owner" in access.allow(5)
-    assert access.is_allowed("5") and access.owner() == "5"
-    assert "already" in access.allow("5")
-    access.allow("-100200")
-    assert access.allowed() == ["5", "-100200"]
-    assert access.owner() == "5"  # the first stays owner
-    assert "owner is now -100200" in access.deny("5")
-    assert access.allowed() == ["-100200"] and access.owner() == "-100200"
-    assert "was not allowed" in access.deny("77")
-    support.raises(ValueError, access.allow, "12ab")
-    support.raises(ValueError, access.allow, "")
-    assert not access.is_allowed("junk")
+    assert commands.allowed() == [] and not commands.is_allowed("5")
+    assert "owner" in commands.allow(5)
+    assert commands.is_allowed("5") and commands.owner() == "5"
+    assert "already" in commands.allow("5")
+    commands.allow("-100200")
+    assert commands.allowed() == ["5", "-100200"]
+    assert commands.owner() == "5"  # the first stays owner
+    assert "owner is now -100200" in commands.deny("5")
+    assert commands.allowed() == ["-100200"] and commands.owner() == "-100200"
+    assert "was not allowed" in commands.deny("77")
+    support.raises(ValueError, commands.allow, "12ab")
+    support.raises(ValueError, commands.allow, "")
+    assert not commands.is_allowed("junk")
 
 
 def test_allow_list_survives_a_reboot():
     support.fresh_flash()
-    access.allow(123456789012)  # over 32 bits
+    commands.allow(123456789012)  # over 32 bits
     config._cache.clear()  # as after a reset: read back from the store
-    assert access.allowed() == ["123456789012"]
+    assert commands.allowed() == ["123456789012"]
 
 
 def test_pairing_code_works_once():
     support.fresh_flash()
-    p = access.Pairing()
-    code = p.new()
+    code = commands.new_code()
     assert len(code) == 6 and code.isdigit()
-    assert not p.try_code("9", "hello")  # not a code: not a try either
-    assert p.tries == 0
-    assert p.try_code("9", " %s " % code)
-    assert access.is_allowed("9") and access.owner() == "9"
-    assert not p.try_code("10", code)  # used up
-    assert not access.is_allowed("10")
+    for _ in range(config.TG_PAIR_TRIES):
+        assert not commands.try_code("9", "hello")  # not a code: not a try either
+    assert commands.try_code("9", " %s " % code)
+    assert commands.is_allowed("9") and commands.owner() == "9"
+    assert not commands.try_code("10", code)  # used up
+    assert not commands.is_allowed("10")
 
 
 def test_pairing_code_is_void_after_wrong_tries():
     support.fresh_flash()
-    p = access.Pairing()
-    code = p.new()
+    code = commands.new_code()
     wrong = "%06d" % ((int(code) + 1) % 1000000)
     for _ in range(config.TG_PAIR_TRIES):
-        assert not p.try_code("9", wrong)
-    assert p.code is None
-    assert not p.try_code("9", code)  # even the right code is refused now
-    assert not access.is_allowed("9")
-
-
-def test_limiter_one_reply_per_chat_per_period_and_bounded():
-    lim = access.Limiter(1000, 3)
-    t = seam.ticks_ms()
-    assert lim.ok("a", t) and not lim.ok("a", t + 500) and lim.ok("a", t + 1000)
-    assert lim.ok("b", t) and lim.ok("c", t)
-    assert lim.ok("d", t + 1)  # forgets the oldest ("b" or "c" at t), stays at 3
-    assert len(lim._last) == 3
+        assert not commands.try_code("9", wrong)
+    assert not commands.try_code("9", code)  # even the right code is refused now
+    assert not commands.is_allowed("9")
+    code = commands.new_code()  # a new one works
+    assert commands.try_code("9", code) and commands.is_allowed("9")

@@ -5,8 +5,7 @@ The agent here is a simple echo handler (the real one is another part).
 import machine
 import support
 
-from mimi import app, boot, config, ioloop, seam
-from mimi.channels import console
+from mimi import app, boot, config, seam
 
 RUNTIMES = ("cpython", "micropython")
 
@@ -44,7 +43,7 @@ def _setup(factory=Echo, **cfg):
     for k in cfg:
         setattr(config, k, cfg[k])
     del _out[:]
-    console.out = lambda *a: _out.append(" ".join(str(x) for x in a))
+    app.out = lambda *a: _out.append(" ".join(str(x) for x in a))
     app._reset = _fake_reset
     del _resets[:]
     assert app.init(agent_factory=factory)
@@ -225,16 +224,16 @@ def test_running_healthy_clears_the_crash_count():
 def test_route_heartbeat_cron_cli_and_unknown():
     _setup()
     tg = app.state["telegram"]
-    assert ioloop.route({"channel": "heartbeat", "chat_id": "42", "text": "HEARTBEAT_OK", "kind": "text"})
-    assert ioloop.route({"channel": "heartbeat", "chat_id": "42", "text": "", "kind": "typing"})
+    assert app.route({"channel": "heartbeat", "chat_id": "42", "text": "HEARTBEAT_OK", "kind": "text"})
+    assert app.route({"channel": "heartbeat", "chat_id": "42", "text": "", "kind": "typing"})
     assert tg.outq == [] and tg.typing == {}
-    assert ioloop.route({"channel": "heartbeat", "chat_id": "42", "text": "The plants need water.", "kind": "text"})
+    assert app.route({"channel": "heartbeat", "chat_id": "42", "text": "The plants need water.", "kind": "text"})
     assert tg.outq[-1][:2] == ["42", "The plants need water."]
-    assert ioloop.route({"channel": "cron", "chat_id": "-1005", "text": "briefing", "kind": "text"})
+    assert app.route({"channel": "cron", "chat_id": "-1005", "text": "briefing", "kind": "text"})
     assert tg.outq[-1][:2] == ["-1005", "briefing"]
-    assert ioloop.route({"channel": "cron", "chat_id": config.CLI_CHAT_ID, "text": "to the console", "kind": "text"})
+    assert app.route({"channel": "cron", "chat_id": config.CLI_CHAT_ID, "text": "to the console", "kind": "text"})
     assert "\n[mimi] to the console" in _out
-    assert ioloop.route({"channel": "nowhere", "chat_id": "1", "text": "x", "kind": "text"})
+    assert app.route({"channel": "nowhere", "chat_id": "1", "text": "x", "kind": "text"})
 
 
 def test_the_agent_stand_in_answers_while_no_agent_is_installed():

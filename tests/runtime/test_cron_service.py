@@ -2,7 +2,7 @@
 import support
 
 from mimi import bus, seam
-from mimi.services import cron
+from mimi import services as cron
 from mimi.storage import cronjobs
 
 RUNTIMES = ("cpython", "micropython")

@@ -1,9 +1,8 @@
 """The heartbeat: open tasks go to the agent, no tasks means no LLM call (both runtimes)."""
 import support
 
-from mimi import bus, config, seam
-from mimi.channels import access
-from mimi.services import heartbeat as hb
+from mimi import bus, commands, config, seam
+from mimi import services as hb
 from mimi.storage import fs
 
 RUNTIMES = ("cpython", "micropython")
@@ -46,7 +45,7 @@ def test_is_ok():
 
 def test_no_tasks_no_message():
     support.fresh_flash()
-    access.allow("42")
+    commands.allow("42")
     b = bus.Bus(4, 4)
     h = hb.Heartbeat(b, read=lambda: "# nothing\n- [x] done\n")
     assert "nothing to do" in h.run_now()
@@ -55,8 +54,8 @@ def test_no_tasks_no_message():
 
 def test_tasks_go_to_the_agent_for_the_owner():
     support.fresh_flash()
-    access.allow("42")
-    access.allow("43")
+    commands.allow("42")
+    commands.allow("43")
     fs.write(config.HEARTBEAT_PATH, FILE)
     b = bus.Bus(4, 4)
     h = hb.Heartbeat(b)  # reads the real file
@@ -76,7 +75,7 @@ def test_tasks_without_an_owner_are_not_sent():
 
 def test_every_thirty_minutes():
     support.fresh_flash()
-    access.allow("42")
+    commands.allow("42")
     b = bus.Bus(8, 4)
     h = hb.Heartbeat(b, read=lambda: "- [ ] a task\n")
     t = seam.ticks_ms()

@@ -7,8 +7,7 @@ import support
 
 from host_sim.fakes.llm import FakeOpenAI, Reply
 from host_sim.fakes.telegram import FakeTelegram
-from mimi import app, boot, config, llm, seam
-from mimi.channels import access
+from mimi import app, boot, commands, config, llm, seam
 from mimi.storage import cronjobs, fs
 
 
@@ -25,7 +24,7 @@ def chain():
     ai = FakeOpenAI().start()
     config.set("tg_api_base", tg.url)
     config.set("tg_token", tg.token)
-    access.allow(42)
+    commands.allow(42)
     llm.switch(provider="openai", model="gpt-fake", base_url=ai.base_url)
     llm.set_key("sk-FAKE-key")
     assert app.init() and app.start()
