@@ -105,7 +105,7 @@ class Sim:
     def _poll_started(self):
         # A long poll is recorded by the fake only when it returns; the console says so first.
         with self._log_lock:
-            return any("polling as @" in ln for ln in self._log_lines)
+            return any("[tg] bot @" in ln for ln in self._log_lines)
 
     def _pump(self, stream):
         with open(self.log_path, "ab") as f:

@@ -121,7 +121,7 @@ def provider(name=None):
         llm.switch(provider=name)
     except ValueError as e:
         return str(e)
-    if not llm.PRESETS[name][3]:  # a local server: no key, but its address matters
+    if llm.PRESETS.index(name) >= 4:  # a local server: no key, but its address matters
         return text("prov_set", name) + ("" if config.get("base_url") else text("no_url"))
     return text("prov_set", name) + ("" if config.get("key_" + name) or config.get("api_key") else text("no_key"))
 
