@@ -4,6 +4,7 @@
     python -m host_sim chat [--flash DIR] [--runtime R] [--log]   the same, with options
     python -m host_sim run --flash DIR [--runtime cpython|micropython]
     python -m host_sim vboard --flash DIR --port P [--no-boot]
+    python -m host_sim console --port socket://127.0.0.1:P    a terminal on the vboard's REPL
     python -m host_sim bench [--turns N] [--peak-turns N] [--soak N] [--smallest N] [--app SIZES] [--heaps 256K,512K]
 """
 import argparse
@@ -32,6 +33,9 @@ def main(argv=None):
                    help="MicroPython heap size (default %s, a board with 2 MB PSRAM)" % launcher.HEAP_DEFAULT)
     v.add_argument("--boot", action=argparse.BooleanOptionalAction, default=True,
                    help="run /boot.py and /main.py at each power-on, as a board does (default); --no-boot: only the REPL")
+    t = sub.add_parser("console", help="a terminal on a REPL served on TCP (the vboard); Ctrl-] quits")
+    t.add_argument("--port", default=os.environ.get("MIMI_PORT") or "socket://127.0.0.1:7777",
+                   help="socket://HOST:PORT (default $MIMI_PORT, else socket://127.0.0.1:7777)")
     b = sub.add_parser("bench", help="the firmware's time, heap and flash writes per turn, under micropython")
     b.add_argument("--turns", type=int, default=40, help="timed turns per heap size (default 40)")
     b.add_argument("--peak-turns", type=int, default=10, help="turns with the heap sampled (default 10)")
@@ -47,6 +51,10 @@ def main(argv=None):
                           args.smallest, tuple(int(n) for n in args.app.split(",") if n))
     if args.cmd == "run":
         return launcher.run(args.flash, args.runtime, args.heap)
+    if args.cmd == "console":
+        from host_sim import console
+
+        return console.run(args.port)
     if args.cmd == "vboard":
         from host_sim import vboard
 

@@ -32,14 +32,21 @@ def run(firmware_dir):
 
 
 def _stop():
-    try:
-        from mimi import app
+    # A second Ctrl-C while the app stops (a terminal sends one to every process of its
+    # group) must not end in a traceback: the stop starts over and finishes.
+    for _ in range(5):
+        try:
+            from mimi import app
 
-        stop = getattr(app, "stop", None)
-        if stop:
-            stop()
-    except Exception as e:  # noqa: BLE001 - stopping must not hide the exit
-        print("[sim] stop failed: %r" % (e,))
+            stop = getattr(app, "stop", None)
+            if stop:
+                stop()
+            return
+        except KeyboardInterrupt:
+            print("[sim] stopping the app; one moment")
+        except Exception as e:  # noqa: BLE001 - stopping must not hide the exit
+            print("[sim] stop failed: %r" % (e,))
+            return
 
 
 if __name__ == "__main__":

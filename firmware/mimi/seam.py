@@ -72,9 +72,21 @@ def flash_root():
 def real_path(path):
     """Map a device path (``/data/memory/MEMORY.md``) to this runtime's file path.
 
-    No checks here: ``mimi.storage.fs`` decides which paths are allowed.
+    ``mimi.storage.fs`` decides which paths are allowed; the one check here is one the
+    board never needs: LittleFS has no symbolic links, but a host folder may, so on
+    CPython a path under ``/data`` whose real location (links resolved) is outside
+    ``<flash>/data`` raises ``OSError(EACCES)`` (a link must not lead a tool to
+    ``nvs.json``). The unix port cannot tell: its ``os`` has no ``lstat``, ``readlink``
+    or ``realpath`` (only a listing per path component shows a link, too dear for every
+    file access on the runtime that measures the firmware), so there it is not checked.
     """
-    return _root + path
+    p = _root + path
+    if _RT == "cpython" and path[:5] == "/data" and path[5:6] in ("", "/"):
+        data = os.path.realpath(_root + "/data")
+        r = os.path.realpath(p)
+        if r != data and not r.startswith(data + os.sep):
+            raise OSError(13, "%s leads outside /data through a link" % path)
+    return p
 
 
 # -- clocks ---------------------------------------------------------------------------

@@ -24,9 +24,11 @@ def _load():
     if not raw:
         return {}
     try:
-        return json.loads(raw)
+        data = json.loads(raw)
     except ValueError:
         return {}
+    # The launcher sets a damaged store aside before boot; never crash on one made later.
+    return data if isinstance(data, dict) else {}
 
 
 class NVS:

@@ -56,7 +56,9 @@ def test_time_zone_forms(tz, want):
 @pytest.mark.parametrize("var,value", [("MIMI_TZ", "Asia/Shanghai"), ("MIMI_TZ", "+15:00"), ("MIMI_TZ", "+08:75"),
                                        ("MIMI_ALLOWED_CHATS", "123,@bob"), ("MIMI_PROVIDER", "gemini"),
                                        ("MIMI_LLM_BASE_URL", "localhost:11434"), ("MIMI_API_KEY", "sk bad"),
-                                       ("MIMI_TG_API_BASE", "ftp://x.example")])
+                                       ("MIMI_TG_API_BASE", "ftp://x.example"), ("MIMI_TG_TOKEN", "garbage"),
+                                       ("MIMI_TG_TOKEN", "bot123456789:AAFAKE-fake_FAKEfakeFAKEfakeFAKEfake1"),
+                                       ("MIMI_TG_TOKEN", "123456:short"), ("MIMI_TG_TOKEN", "123456:FAKE token!")])
 def test_a_bad_value_names_its_variable(var, value):
     with pytest.raises(ValueError) as e:
         launcher.settings_from_env({var: value})
@@ -64,11 +66,29 @@ def test_a_bad_value_names_its_variable(var, value):
 
 
 def test_token_alone_resets_the_api_base_and_provider_alone_clears_the_base_url():
-    got = launcher.settings_from_env({"MIMI_TG_TOKEN": "1:FAKE", "MIMI_PROVIDER": "anthropic"})
+    got = launcher.settings_from_env({"MIMI_TG_TOKEN": "1:FAKE-token", "MIMI_PROVIDER": "anthropic"})
     assert got["tg_api_base"] == "https://api.telegram.org"
     assert got["base_url"] is None
     # A base URL given alone leaves the provider as stored.
     assert launcher.settings_from_env({"MIMI_LLM_BASE_URL": "http://127.0.0.1:1/v1"}) == {"base_url": "http://127.0.0.1:1/v1"}
+
+
+def test_a_real_looking_token_passes_and_custom_needs_its_base_url():
+    token = "123456789:AAFAKE-fake_FAKEfakeFAKEfakeFAKEfake1"  # made up, shaped as BotFather's
+    assert launcher.settings_from_env({"MIMI_TG_TOKEN": token})["tg_token"] == token
+    with pytest.raises(ValueError) as e:
+        launcher.settings_from_env({"MIMI_PROVIDER": "custom"})
+    assert "MIMI_LLM_BASE_URL" in str(e.value)
+    got = launcher.settings_from_env({"MIMI_PROVIDER": "custom", "MIMI_LLM_BASE_URL": "http://127.0.0.1:8000/v1"})
+    assert got == {"provider": "custom", "base_url": "http://127.0.0.1:8000/v1"}
+
+
+def test_the_launch_stops_on_a_bad_token_and_writes_nothing(tmp_path):
+    env = dict(os.environ, MIMI_TG_TOKEN="garbage", MIMI_TZ="+08:00")
+    p = subprocess.run([sys.executable, "-m", "host_sim", "run", "--flash", str(tmp_path)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "MIMI_TG_TOKEN: expected a bot token" in p.stderr, p.stderr
+    assert not (tmp_path / "nvs.json").exists()
 
 
 def _fresh():
@@ -171,3 +191,41 @@ def test_run_refuses_a_bad_value_and_writes_nothing(tmp_path):
     assert p.returncode == 2
     assert "MIMI_TZ" in p.stderr
     assert not (tmp_path / "nvs.json").exists()
+
+
+@pytest.mark.parametrize("content", ["[1,2]", "{\"mimi\": 3}", "{not json", "\xff\xfe"])
+def test_a_damaged_store_is_set_aside_named_and_the_board_starts(content, tmp_path):
+    flash = tmp_path / "flash"
+    flash.mkdir()
+    (flash / "nvs.json").write_bytes(content.encode("latin-1"))
+    env = dict(os.environ, MIMI_TZ="+08:00")
+    p = subprocess.Popen([sys.executable, "-m", "host_sim", "run", "--flash", str(flash)], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = ""
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and "[app] started" not in out:
+            line = p.stdout.readline()
+            if not line:
+                break
+            out += line
+        assert "[app] started" in out, out
+        p.send_signal(signal.SIGINT)
+        out += p.communicate(timeout=20)[0]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0 and "Traceback" not in out, out
+    aside = [f for f in os.listdir(flash) if f.startswith("nvs.json.damaged-")]
+    assert len(aside) == 1 and (flash / aside[0]).read_bytes() == content.encode("latin-1")
+    assert "settings store %s was damaged" % (flash / "nvs.json") in out and aside[0] in out
+    # The board went on with fresh settings, and the environment's were stored.
+    assert json.load(open(flash / "nvs.json"))["mimi"]["tz"][0] == "blob"
+
+
+def test_store_settings_refuses_to_write_over_a_damaged_store(tmp_path):
+    (tmp_path / "nvs.json").write_text("[1,2]")
+    with pytest.raises(ValueError):
+        launcher.store_settings(str(tmp_path), {"tz": "+08:00"})
+    assert (tmp_path / "nvs.json").read_text() == "[1,2]"

@@ -1,14 +1,12 @@
 """tools/flash.sh against the virtual board (deploy, seed, config, reset) and a recording esptool."""
 import json
 import os
-import re
-import signal
 import stat
 import subprocess
 import sys
-import time
 
 import pytest
+from vbclient import vboard  # noqa: F401 - the fixture
 
 from host_sim import hostenv
 
@@ -30,53 +28,6 @@ def flash_sh(*args, env=None, check=True, timeout=120):
     if check:
         assert p.returncode == 0, p.stdout + p.stderr
     return p
-
-
-class VBoard:
-    def __init__(self, flash):
-        self.proc = subprocess.Popen([sys.executable, "-u", "-m", "host_sim", "vboard", "--flash", str(flash),
-                                      "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        line = self.proc.stdout.readline()
-        m = re.search(rb"socket://127\.0\.0\.1:(\d+) ", line)
-        if not m:
-            self.stop()
-            raise AssertionError(line)
-        self.port = "socket://127.0.0.1:%s" % m.group(1).decode()
-        os.set_blocking(self.proc.stdout.fileno(), False)
-        self.out = b""
-
-    def read(self):
-        try:
-            self.out += self.proc.stdout.read() or b""
-        except (BlockingIOError, TypeError):
-            pass
-        return self.out
-
-    def wait_for(self, text, timeout=20):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if text in self.read():
-                return True
-            time.sleep(0.1)
-        return False
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-@pytest.fixture
-def vboard(tmp_path):
-    flash = tmp_path / "board"
-    flash.mkdir()
-    b = VBoard(flash)
-    b.flash = flash
-    yield b
-    b.stop()
 
 
 def _files(top):
@@ -230,3 +181,19 @@ def test_flash_refuses_a_virtual_board(tmp_path):
     image.write_bytes(b"\xe9")
     p = flash_sh("--port", "socket://127.0.0.1:7777", "flash", str(image), check=False)
     assert p.returncode == 2 and "serial device" in p.stderr
+
+
+@pytest.mark.parametrize("args", [["deploy"], ["seed"], ["reset"], ["repl"], ["config", "tz=+8"],
+                                  ["deploy", "--mpy"]])
+def test_a_missing_mpremote_stops_with_how_to_install_it(tmp_path, args):
+    # A machine without the dev tools: no mpremote on PATH, a Python that cannot import it.
+    py = tmp_path / "python3"
+    py.write_text("#!/bin/sh\nif [ \"$1\" = -c ]; then exit 1; fi\nexec %s \"$@\"\n" % sys.executable)
+    py.chmod(0o755)
+    env = dict(os.environ, PATH="/usr/bin:/bin", PYTHON=str(py))
+    for var in ("MIMI_PORT", "MPREMOTE", "MPY_CROSS"):
+        env.pop(var, None)
+    p = flash_sh("--port", "/dev/ttyACM0", *args, env=env, check=False)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "is not installed" in p.stderr and 'pip install -e ".[dev]"' in p.stderr, p.stderr
+    assert "command not found" not in p.stderr and "Deploying" not in p.stdout, p.stdout + p.stderr

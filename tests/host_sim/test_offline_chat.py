@@ -70,3 +70,28 @@ def test_ctrl_c_stops_the_board_and_the_fakes_cleanly(tmp_path):
     assert out.rstrip().endswith("bye") and "Traceback" not in out
     # The firmware was stopped as on a board's Ctrl-C: the app says so last.
     assert log.read_text().rstrip().endswith("[app] stopped")
+
+
+def test_micropython_runtime_without_the_command_says_so(monkeypatch, capsys):
+    import io
+
+    from host_sim import chat as chat_mod
+
+    monkeypatch.setattr(hostenv, "micropython_exe", lambda: None)
+    rc = chat_mod.main(None, "micropython", stdin=io.StringIO("hello\n"))
+    err = capsys.readouterr().err
+    assert rc == 2 and "micropython command, which is missing" in err and 'pip install -e ".[dev]"' in err
+
+
+def test_a_board_that_stops_is_reported_with_its_console(monkeypatch, capsys, tmp_path):
+    import io
+
+    from host_sim import chat as chat_mod, harness
+
+    real_env = harness.Sim.env
+    monkeypatch.setattr(harness.Sim, "env", lambda self: dict(real_env(self), MIMI_TZ="Mars"))
+    rc = chat_mod.main(str(tmp_path), "cpython", stdin=io.StringIO("hello\n"))
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "the board stopped (exit status 2)" in out and "MIMI_TZ: expected" in out, out
+    assert out.rstrip().endswith("bye")
