@@ -14,15 +14,42 @@ def _exec(path):
     exec(compile(src, path, "exec"), g)
 
 
+def _stop_asked():
+    """A closure that is True once the launcher wrote "stop" (or closed) on stdin.
+
+    Only when ``MIMI_STOP_STDIN`` is set: the launcher stops a micropython board this way
+    rather than with SIGINT (see host_sim/launcher.py).
+    """
+    import os
+
+    if not os.getenv("MIMI_STOP_STDIN"):
+        return lambda: False
+    import select
+
+    p = select.poll()
+    p.register(sys.stdin, select.POLLIN)
+
+    def asked():
+        for _, ev in p.poll(0):
+            if ev & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                return True
+        return False
+
+    return asked
+
+
 def run(firmware_dir):
     """Boot the firmware from ``firmware_dir`` and idle like the REPL would; return an exit status."""
     import machine
 
+    asked = _stop_asked()
     try:
         # Ctrl-C may come while boot.py or main.py still run: stop cleanly then too.
         _exec(firmware_dir + "/boot.py")
         _exec(firmware_dir + "/main.py")
         while not getattr(machine, "RESET_REQUESTED", False):
+            if asked():
+                raise KeyboardInterrupt
             time.sleep_ms(100)
     except KeyboardInterrupt:
         _stop()

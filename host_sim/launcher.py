@@ -390,6 +390,23 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
         cmd = [sys.executable, "-m", "host_sim.cpython_board"]
     current = [None]
     stopping = [0.0]  # when the first stop signal came (time.monotonic()), 0 before
+    # The micropython command is MicroPython inside a CPython process; its SIGINT handler
+    # jumps out of whichever thread the kernel picks, and a thread that is just starting
+    # segfaults (seen in a core dump). So that board is asked to stop through its stdin,
+    # which host_sim/board.py watches; CPython boards get SIGINT as usual.
+    by_pipe = runtime == "micropython"
+    if by_pipe:
+        env["MIMI_STOP_STDIN"] = "1"
+
+    def ask_stop(p):
+        if not by_pipe:
+            p.send_signal(signal.SIGINT)
+            return
+        try:
+            p.stdin.write(b"stop\n")
+            p.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
 
     def forward(signum, frame):
         # The board runs in its own session, so a Ctrl-C in the terminal reaches this
@@ -403,7 +420,7 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
         if p is None or p.poll() is not None:
             return
         if first:
-            p.send_signal(signal.SIGINT)
+            ask_stop(p)
         elif now - stopping[0] > _KILL_AFTER_S:
             print("[sim] the board did not stop: pulling the plug", file=sys.stderr, flush=True)
             p.kill()
@@ -425,10 +442,11 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
             if names:
                 print("[sim] settings from the environment: %s" % ", ".join(names), flush=True)
             proc = subprocess.Popen(cmd, env=env, cwd=flash_dir, start_new_session=True,
+                                    stdin=subprocess.PIPE if by_pipe else None,
                                     preexec_fn=_die_with_parent(os.getpid()))
             current[0] = proc
             if stopping[0]:
-                proc.send_signal(signal.SIGINT)  # it came while the board was starting
+                ask_stop(proc)  # it came while the board was starting
             rc = proc.wait()
             if rc != RESET_EXIT or stopping[0]:
                 return rc
