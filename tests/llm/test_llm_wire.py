@@ -158,6 +158,29 @@ def test_repair_utf16_pairs_left_by_micropython_json():
     assert fixed.encode() in (b"x\xef\xbf\xbdy", b"x?y")
 
 
+def _parse_raw(raw, protocol):
+    """Parse a raw reply as ``Provider.chat`` does (escape check on the bytes, then ``parse``)."""
+    return wire.parse(json.loads(raw), protocol, protocol, common._utf16_escapes(bytearray(raw), len(raw)))
+
+
+def test_emoji_in_tool_arguments_is_one_character():
+    # Servers escape an emoji as a surrogate pair; MicroPython's json.loads splits it into
+    # two lone halves, which Telegram and the APIs refuse (invalid UTF-8). Every string
+    # of the arguments, at any depth, comes out whole.
+    want = {"text": "hi \U0001F600", "lines": ["\U0001F34E", {"x": "caf\u00e9 \U0001F600"}], "n": 3}
+    r = _parse_raw(b'{"content":[{"type":"tool_use","id":"t","name":"send_message","input":{"text":"hi \\ud83d\\ude00",'
+                   b'"lines":["\\ud83c\\udf4e",{"x":"caf\\u00e9 \\ud83d\\ude00"}],"n":3}}],'
+                   b'"stop_reason":"tool_use"}', "anthropic")
+    assert r["tool_calls"][0]["input"] == want
+    assert r["tool_calls"][0]["input"]["text"].encode() == b"hi \xf0\x9f\x98\x80"
+    # OpenAI: the arguments are a JSON string inside the JSON, escaped twice (or once)
+    for args in (b'"{\\"text\\": \\"hi \\\\ud83d\\\\ude00\\"}"', b'"{\\"text\\": \\"hi \\ud83d\\ude00\\"}"'):
+        r = _parse_raw(b'{"choices":[{"message":{"content":"sent \\ud83d\\ude00","tool_calls":[{"id":"c",'
+                       b'"function":{"name":"send_message","arguments":' + args + b'}}]}}]}', "openai")
+        assert r["tool_calls"][0]["input"] == {"text": "hi \U0001F600"}, args
+        assert r["text"] == "sent \U0001F600"
+
+
 def _args(raw):
     c = _po(_oai({"content": None, "tool_calls": [{"id": "c", "function": {"name": "f",
                                                                                   "arguments": raw}}]}))
@@ -220,6 +243,8 @@ def test_error_texts_and_retry_classes():
         assert e.status == status
     assert not common._status_error(_R(500, b"", {"x-should-retry": "false"}), "x").retryable
     assert common._status_error(_R(400, b"", {"x-should-retry": "true"}), "x").retryable
+    e = common._status_error(_R(400, b'{"error":{"message":"bad \\ud83d\\ude00"}}'), "x")
+    assert e.user_message.endswith("(400): bad \U0001F600"), e.user_message  # one character, valid UTF-8
 
 
 def test_switching_provider_model_and_base_url_persists():

@@ -138,7 +138,7 @@ def _status_error(r, name):
     if status == 404:
         what += ": check the model and base URL"
     elif status == 400 and isinstance(msg, str) and msg:
-        what += ": " + msg[:_ERR_MSG_MAX]
+        what += ": " + wire.repair_utf16(msg[:_ERR_MSG_MAX])  # shown to the user: valid UTF-8
     return LLMError(what, status, hint == "true" if hint in ("true", "false") else
                     (status in (408, 409, 429) or status >= 500) and not quota)
 

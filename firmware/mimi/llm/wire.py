@@ -165,6 +165,8 @@ def parse(d, protocol, name, esc=True):
                     c["input"] = a
                 else:
                     c["error"] = "arguments must be a JSON object"
+        if esc:  # an emoji in an argument (a message to send, a line to write) stays one character
+            repair_utf16(c["input"])
     text = ""
     for t in (texts[0] if len(texts) == 1 else "".join(texts), alt):  # no copy of a long single text
         if t:
@@ -221,8 +223,13 @@ def strip_think(text):
 def repair_utf16(s):
     """Join UTF-16 surrogate pairs that MicroPython's ``json.loads`` left as two lone
     surrogates (``\\ud83d\\ude00`` escapes: 3-byte sequences ED A0-AF / ED B0-BF) into
-    one 4-byte UTF-8 character; lone ones become U+FFFD. Other text is returned as is."""
+    one 4-byte UTF-8 character; lone ones become U+FFFD. Other text is returned as is.
+    A dict or list (tool arguments) is repaired in place, every string value at any depth,
+    and returned; other values are returned as they are."""
     if not isinstance(s, str):
+        if isinstance(s, (dict, list)):
+            for k in s if isinstance(s, dict) else range(len(s)):
+                s[k] = repair_utf16(s[k])
         return s
     try:
         b = s.encode()
