@@ -233,6 +233,36 @@ def test_crash_between_call_and_result_is_repaired_on_next_load():
     assert msgs[-1]["content"] == "hello again"
 
 
+def test_reused_and_missing_tool_call_ids_get_fresh_ones():
+    # Servers that number calls per reply (call_0 every round) or send none: without fresh
+    # ids, repair drops the later call and its result and the model asks again for ever.
+    b = _setup()
+    none = tools(("echo", {"x": "c"}), ("echo", {"x": "d"}))
+    for c in none["tool_calls"]:
+        c["id"] = ""
+    dup = tools(("echo", {"x": "e"}), ("echo", {"x": "f"}))
+    for c in dup["tool_calls"]:
+        c["id"] = "dup"  # twice in one reply
+    p = Scripted(tools(("echo", {"x": "a"}), prefix="call"), tools(("echo", {"x": "b"}), prefix="call"), none, dup,
+                 text("done"))
+    a = _agent(b, p)
+    assert a.handle(_msg("go")) == "done"
+    assert [r[0] for r in ran] == ["a", "b", "c", "d", "e", "f"]
+    for r in p.requests:
+        _check_history(r["messages"])
+    last = p.requests[-1]["messages"]
+    assert [m["content"] for m in last if m["role"] == "tool"] == ["echo:" + x for x in "abcdef"]
+    ids = [c["id"] for m in last for c in m.get("tool_calls") or ()]
+    assert ids[0] == "call_0" and ids[1].startswith("call_") and ids[1] != "call_0" and len(set(ids)) == 6
+    # the next turn, and the next load from flash, keep every result too
+    p = Scripted(tools(("echo", {"x": "g"}), prefix="call"), text("again"))
+    assert _agent(b, p).handle(_msg("more")) == "again"
+    msgs = p.requests[-1]["messages"]
+    _check_history(msgs)
+    assert [m["content"] for m in msgs if m["role"] == "tool"][-7:] == ["echo:" + x for x in "abcdefg"]
+    assert sessions.repair(sessions.load("tg_42", 50))[1] == 0
+
+
 def test_earlier_round_results_are_cut_in_ram_latest_kept_whole():
     b = _setup()
     big = {"x": "a", "pad": 3000}
