@@ -243,6 +243,7 @@ def test_reused_and_missing_tool_call_ids_get_fresh_ones():
     dup = tools(("echo", {"x": "e"}), ("echo", {"x": "f"}))
     for c in dup["tool_calls"]:
         c["id"] = "dup"  # twice in one reply
+    none["tool_calls"][1]["id"] = 5  # not a string: repair would drop it
     p = Scripted(tools(("echo", {"x": "a"}), prefix="call"), tools(("echo", {"x": "b"}), prefix="call"), none, dup,
                  text("done"))
     a = _agent(b, p)

@@ -143,7 +143,7 @@ class Agent:
                 # round) would make repair drop this call and its result: give it a fresh one.
                 seen = [x.get("id") for m in messages for x in m.get("tool_calls") or ()]
                 for c in calls:
-                    if not c.get("id") or c["id"] in seen:
+                    if not c.get("id") or not isinstance(c["id"], str) or c["id"] in seen:
                         c["id"] = "call_%08x" % int.from_bytes(os.urandom(4), "big")
                     seen.append(c["id"])
                 seen = None
