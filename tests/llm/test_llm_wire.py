@@ -208,6 +208,13 @@ def test_backoff_follows_the_sdk_policy():
     assert common._wait_ms(0, {"retry-after-ms": "150", "retry-after": "9"}) == 150
     assert 374 <= common._wait_ms(0, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) <= 500  # a date: backoff
     assert 374 <= common._wait_ms(0, {}) <= 500
+    # odd values: never an OverflowError, never a wait outside 0 .. a day; inf and nan count as absent
+    for h, want in (({"retry-after": "inf"}, None), ({"retry-after": "-inf"}, None), ({"retry-after": "1e400"}, None),
+                    ({"retry-after": "nan"}, None), ({"retry-after-ms": "inf", "retry-after": "3"}, 3000),
+                    ({"retry-after-ms": "1e30"}, 86400000), ({"retry-after": "-5"}, 0), ({"retry-after-ms": "-1000"}, 0),
+                    ({"retry-after": "9999"}, 9999000), ({"retry-after": "  3  "}, 3000), ({"retry-after": ""}, None)):
+        ms = common._wait_ms(0, h)
+        assert ms == want if want is not None else 374 <= ms <= 500, (h, ms)
 
 
 class _R:
