@@ -166,7 +166,7 @@ def test_round_limit_tells_the_user_and_one_note_is_sent():
     p = Scripted(*[tools(("echo", {"x": str(i)}), prefix="r%d" % i) for i in range(12)])
     reply = _agent(b, p).handle(_msg("loop forever"))
     assert len(p.requests) == config.AGENT_MAX_ROUNDS
-    assert "stopped after 10 rounds" in reply and "echo" in reply
+    assert "stopped after 10 rounds (tools: echo)" in reply
     kinds = [k for k, _ in _out(b)]
     assert kinds.count("note") == 1 and kinds[-2:] == ["text", "idle"]
     for r in p.requests:
@@ -202,6 +202,14 @@ def test_pause_turn_continues():
     assert _agent(b, p).handle(_msg("x")) == "final"
     assert p.requests[1]["messages"][-1] == {"role": "assistant", "content": "thinking so far",
                                              "ts": p.requests[1]["messages"][-1]["ts"]}
+
+
+def test_a_server_that_pauses_every_round_gets_a_plain_message():
+    b = _setup()
+    p = Scripted(*[text("", stop="pause_turn")] * 12)
+    reply = _agent(b, p).handle(_msg("x"))
+    assert len(p.requests) == config.AGENT_MAX_ROUNDS
+    assert reply == 'I stopped after 10 rounds (the server paused its turn each time). Say "continue" to go on.'
 
 
 def test_group_chats_do_not_get_file_tools_unless_allowed():

@@ -141,6 +141,23 @@ def test_openai_parse_tool_calls_reasoning_and_think():
     support.raises(common.LLMError, _po, {"error": "x"})
 
 
+def test_malformed_text_fields_are_a_clear_error_and_content_parts_are_joined():
+    for bad in ({"content": [{"type": "text", "text": 5}], "stop_reason": "end_turn"},
+                {"content": [{"type": "text", "text": ["a"]}]}, {"content": ["text"]}, {"content": "hello"}):
+        e = support.raises(common.LLMError, _pa, bad)
+        assert e.user_message == "anthropic sent a reply without content" and e.retryable, bad
+    for bad in ({"content": 5}, {"content": [{"type": "text", "text": 5}]}, {"content": ["a"]},
+                {"content": "", "reasoning": {"effort": "low"}}, {"content": {"a": 1}}):
+        e = support.raises(common.LLMError, _po, _oai(bad))
+        assert e.user_message == "openai sent a reply without content", bad
+    # content parts, as some compatible servers send them: the text parts joined
+    r = _po(_oai({"content": [{"type": "text", "text": "Hello "}, {"type": "image_url", "image_url": {}},
+                              {"type": "text", "text": "<think>x</think>world"}]}))
+    assert r["text"] == "Hello world" and r["stop"] == "end"
+    assert _pa({"content": [{"type": "text", "text": "ok"}], "usage": [1, 2]})["usage"] == (0, 0)
+    assert _pa({"content": [{"type": "tool_use", "id": "t", "name": 7, "input": {}}]})["tool_calls"][0]["name"] == "7"
+
+
 def test_strip_think():
     assert wire.strip_think("a<think>x</think>b<think>y</think>c") == "abc"
     assert wire.strip_think("<think>never closed") == ""

@@ -36,8 +36,8 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "|bug Sorry, something went wrong (%s).|text I can only read text messages."
              "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
              "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
-             "|refusal [The model declined.]|rounds I stopped after %d rounds of tools (%s). Say \"continue\" to go on."
-             "|")
+             "|refusal [The model declined.]|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
+             "|paused the server paused its turn each time|")
 
 
 def denied_groups(msg):
@@ -185,7 +185,8 @@ class Agent:
                 out = out or "(no reply)"
                 break
         else:
-            out = llm.pick(_MSG, "rounds") % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6]))
+            out = llm.pick(_MSG, "rounds") % (config.AGENT_MAX_ROUNDS, "tools: " + ", ".join(ran[:6]) if ran else
+                                              llm.pick(_MSG, "paused"))
         messages = None  # not needed any more: room for the copies a long reply costs when saved
         if len(out) > 8192:
             seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first
