@@ -228,6 +228,18 @@ def test_group_chats_do_not_get_file_tools_unless_allowed():
     assert "fileish" in p.requests[0]["tools"]
 
 
+def test_tools_learn_whether_the_chat_is_a_group():
+    # cron_add records it, so a job made in a group runs with the group's tool limits
+    b = _setup()
+    seen = []
+    registry.register(registry.Tool("who", "Who asks", {"type": "object", "properties": {}},
+                                    lambda a, c: seen.append(c.get("is_group")) or "ok", "time"))
+    for m in (_msg("x", chat="-100", is_group=True), _msg("x", chat="7")):
+        _agent(b, Scripted(tools(("who", {})), text("ok"))).handle(m)
+    assert seen == [True, None]
+    assert loop.denied_groups({"channel": "cron", "is_group": True}) == ["file", "gpio", "cron"]
+
+
 def test_crash_between_call_and_result_is_repaired_on_next_load():
     b = _setup()
     sessions.append("tg_42", {"role": "user", "content": "earlier"})

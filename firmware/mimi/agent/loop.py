@@ -123,7 +123,7 @@ class Agent:
             lambda room: retrieval.for_message(text, min(room, config.AGENT_HW_NOTES_BYTES))))
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
-        tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus}
+        tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group")}
         provider = self.provider()
         t0 = seam.ticks_ms()
         noted = False
