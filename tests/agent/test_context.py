@@ -1,6 +1,7 @@
 """The 16 KB context: order, caps, priority drop, UTF-8 cuts, change notes, continuation."""
-from mimi import config
+from mimi import config, log
 from mimi.agent import context
+from mimi.llm import wire
 from mimi.storage import fs, skills
 import support
 
@@ -119,6 +120,37 @@ def test_hostile_files_cannot_overflow():
         n = ctx.build(MSG, extra="z" * 20000, now_s=WORK)
         assert n <= size and len(ctx.buf) == size
         assert bytes(ctx.view()).startswith(b"# Who you are")
+
+
+def test_bytes_not_utf8_are_sent_as_question_marks_and_the_file_named():
+    # A profile saved as Latin-1, or a damaged note, must not fail every request.
+    root = _seeded()
+    support.write(root + "/data/config/USER.md", "- Name: Ren\u00e9e, Z\u00fcrich \U0001F600\n".encode("utf-8")
+                  .replace("\u00e9".encode(), b"\xe9"))  # Latin-1 \xe9 among UTF-8
+    # overlong, surrogate, past U+10FFFF, stray continuation, a cut character at the end
+    support.write(root + "/data/config/SOUL.md", b"a\xc0\x80b\xed\xa0\x80c\xf4\x90\x80\x80d\x80e \xe4\xb8\xad\xe4\xb8")
+    support.write(root + "/data/memory/2026-01-01.md", b"# 2026-01-01\n\n- fed the \xff\xfe cat\n")
+    got = []
+    saved = log.warn
+    log.warn = lambda tag, msg, *a: got.append(msg % a)
+    try:
+        ctx = context.Context()
+        ctx.build(MSG, now_s=WORK)
+    finally:
+        log.warn = saved
+    raw = bytes(ctx.view())
+    t = raw.decode()  # CPython checks strictly; the bytes below are what MicroPython lets through
+    for bad in (b"\xc0", b"\xed\xa0", b"\xf4\x90", b"\xff"):
+        assert bad not in raw, bad
+    assert "- Name: Ren?e, Z\u00fcrich \U0001F600\n" in t
+    assert "a??b???c????d?e \u4e2d\n[cut at byte 19 of 21" in t  # an unfinished last character is cut
+    assert "- fed the ?? cat" in t
+    for f in ("/data/config/USER.md", "/data/config/SOUL.md", "/data/memory/2026-01-01.md"):
+        assert [m for m in got if f in m and "not UTF-8" in m], (f, got)
+    parts = []
+    wire.json_text(parts.append, ctx.view())  # what the request body does with it
+    assert "Ren?e" in "".join(p if isinstance(p, str) else str(p, "utf-8") for p in parts)
+    assert fs.utf8_fix(b"ok \xe4\xb8\xad") == b"ok \xe4\xb8\xad"
 
 
 def test_short_room_drops_the_lowest_priority_first():

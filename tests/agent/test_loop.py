@@ -166,7 +166,7 @@ def test_round_limit_tells_the_user_and_one_note_is_sent():
     p = Scripted(*[tools(("echo", {"x": str(i)}), prefix="r%d" % i) for i in range(12)])
     reply = _agent(b, p).handle(_msg("loop forever"))
     assert len(p.requests) == config.AGENT_MAX_ROUNDS
-    assert "stopped after 10 rounds" in reply and "echo" in reply
+    assert "stopped after 10 rounds (tools: echo)" in reply
     kinds = [k for k, _ in _out(b)]
     assert kinds.count("note") == 1 and kinds[-2:] == ["text", "idle"]
     for r in p.requests:
@@ -204,6 +204,14 @@ def test_pause_turn_continues():
                                              "ts": p.requests[1]["messages"][-1]["ts"]}
 
 
+def test_a_server_that_pauses_every_round_gets_a_plain_message():
+    b = _setup()
+    p = Scripted(*[text("", stop="pause_turn")] * 12)
+    reply = _agent(b, p).handle(_msg("x"))
+    assert len(p.requests) == config.AGENT_MAX_ROUNDS
+    assert reply == 'I stopped after 10 rounds (the server paused its turn each time). Say "continue" to go on.'
+
+
 def test_group_chats_do_not_get_file_tools_unless_allowed():
     b = _setup()
     p = Scripted(tools(("fileish", {})), text("ok"))
@@ -220,6 +228,18 @@ def test_group_chats_do_not_get_file_tools_unless_allowed():
     assert "fileish" in p.requests[0]["tools"]
 
 
+def test_tools_learn_whether_the_chat_is_a_group():
+    # cron_add records it, so a job made in a group runs with the group's tool limits
+    b = _setup()
+    seen = []
+    registry.register(registry.Tool("who", "Who asks", {"type": "object", "properties": {}},
+                                    lambda a, c: seen.append(c.get("is_group")) or "ok", "time"))
+    for m in (_msg("x", chat="-100", is_group=True), _msg("x", chat="7")):
+        _agent(b, Scripted(tools(("who", {})), text("ok"))).handle(m)
+    assert seen == [True, None]
+    assert loop.denied_groups({"channel": "cron", "is_group": True}) == ["file", "gpio", "cron"]
+
+
 def test_crash_between_call_and_result_is_repaired_on_next_load():
     b = _setup()
     sessions.append("tg_42", {"role": "user", "content": "earlier"})
@@ -231,6 +251,37 @@ def test_crash_between_call_and_result_is_repaired_on_next_load():
     _check_history(msgs)
     assert msgs[2]["role"] == "tool" and msgs[2]["tool_call_id"] == "lost_1" and msgs[2]["is_error"]
     assert msgs[-1]["content"] == "hello again"
+
+
+def test_reused_and_missing_tool_call_ids_get_fresh_ones():
+    # Servers that number calls per reply (call_0 every round) or send none: without fresh
+    # ids, repair drops the later call and its result and the model asks again for ever.
+    b = _setup()
+    none = tools(("echo", {"x": "c"}), ("echo", {"x": "d"}))
+    for c in none["tool_calls"]:
+        c["id"] = ""
+    dup = tools(("echo", {"x": "e"}), ("echo", {"x": "f"}))
+    for c in dup["tool_calls"]:
+        c["id"] = "dup"  # twice in one reply
+    none["tool_calls"][1]["id"] = 5  # not a string: repair would drop it
+    p = Scripted(tools(("echo", {"x": "a"}), prefix="call"), tools(("echo", {"x": "b"}), prefix="call"), none, dup,
+                 text("done"))
+    a = _agent(b, p)
+    assert a.handle(_msg("go")) == "done"
+    assert [r[0] for r in ran] == ["a", "b", "c", "d", "e", "f"]
+    for r in p.requests:
+        _check_history(r["messages"])
+    last = p.requests[-1]["messages"]
+    assert [m["content"] for m in last if m["role"] == "tool"] == ["echo:" + x for x in "abcdef"]
+    ids = [c["id"] for m in last for c in m.get("tool_calls") or ()]
+    assert ids[0] == "call_0" and ids[1].startswith("call_") and ids[1] != "call_0" and len(set(ids)) == 6
+    # the next turn, and the next load from flash, keep every result too
+    p = Scripted(tools(("echo", {"x": "g"}), prefix="call"), text("again"))
+    assert _agent(b, p).handle(_msg("more")) == "again"
+    msgs = p.requests[-1]["messages"]
+    _check_history(msgs)
+    assert [m["content"] for m in msgs if m["role"] == "tool"][-7:] == ["echo:" + x for x in "abcdefg"]
+    assert sessions.repair(sessions.load("tg_42", 50))[1] == 0
 
 
 def test_earlier_round_results_are_cut_in_ram_latest_kept_whole():

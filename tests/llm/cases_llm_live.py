@@ -152,6 +152,16 @@ def test_long_retry_after_is_not_waited_for():
     e = support.raises(common.LLMError, p.chat, "s", USER)
     assert "120 s" in e.user_message and "try again later" in e.user_message
     assert not _waits and len(fakectl.requests(url)) == 1
+    # absurd values: a day at most in the message; inf is no value at all (the backoff)
+    fakectl.reset(url)
+    fakectl.script(url, fakectl.reply("error", status=429, retry_after_ms="1e30"))
+    e = support.raises(common.LLMError, p.chat, "s", USER)
+    assert e.user_message.endswith("try again later (in 86400 s)"), e.user_message
+    fakectl.reset(url)
+    fakectl.script(url, fakectl.reply("error", status=529, retry_after="inf"),
+                   fakectl.reply("error", status=529, retry_after_ms="-inf"), fakectl.reply("text", text="ok"))
+    assert p.chat("s", USER)["text"] == "ok"
+    assert len(_waits) == 2 and 375 <= _waits[0] <= 500 and 750 <= _waits[1] <= 1000
 
 
 def test_connection_errors_are_retried_then_explained():

@@ -141,6 +141,23 @@ def test_openai_parse_tool_calls_reasoning_and_think():
     support.raises(common.LLMError, _po, {"error": "x"})
 
 
+def test_malformed_text_fields_are_a_clear_error_and_content_parts_are_joined():
+    for bad in ({"content": [{"type": "text", "text": 5}], "stop_reason": "end_turn"},
+                {"content": [{"type": "text", "text": ["a"]}]}, {"content": ["text"]}, {"content": "hello"}):
+        e = support.raises(common.LLMError, _pa, bad)
+        assert e.user_message == "anthropic sent a reply without content" and e.retryable, bad
+    for bad in ({"content": 5}, {"content": [{"type": "text", "text": 5}]}, {"content": ["a"]},
+                {"content": "", "reasoning": {"effort": "low"}}, {"content": {"a": 1}}):
+        e = support.raises(common.LLMError, _po, _oai(bad))
+        assert e.user_message == "openai sent a reply without content", bad
+    # content parts, as some compatible servers send them: the text parts joined
+    r = _po(_oai({"content": [{"type": "text", "text": "Hello "}, {"type": "image_url", "image_url": {}},
+                              {"type": "text", "text": "<think>x</think>world"}]}))
+    assert r["text"] == "Hello world" and r["stop"] == "end"
+    assert _pa({"content": [{"type": "text", "text": "ok"}], "usage": [1, 2]})["usage"] == (0, 0)
+    assert _pa({"content": [{"type": "tool_use", "id": "t", "name": 7, "input": {}}]})["tool_calls"][0]["name"] == "7"
+
+
 def test_strip_think():
     assert wire.strip_think("a<think>x</think>b<think>y</think>c") == "abc"
     assert wire.strip_think("<think>never closed") == ""
@@ -156,6 +173,29 @@ def test_repair_utf16_pairs_left_by_micropython_json():
     lone = json.loads('"x\\ud83dy"')
     fixed = wire.repair_utf16(lone)
     assert fixed.encode() in (b"x\xef\xbf\xbdy", b"x?y")
+
+
+def _parse_raw(raw, protocol):
+    """Parse a raw reply as ``Provider.chat`` does (escape check on the bytes, then ``parse``)."""
+    return wire.parse(json.loads(raw), protocol, protocol, common._utf16_escapes(bytearray(raw), len(raw)))
+
+
+def test_emoji_in_tool_arguments_is_one_character():
+    # Servers escape an emoji as a surrogate pair; MicroPython's json.loads splits it into
+    # two lone halves, which Telegram and the APIs refuse (invalid UTF-8). Every string
+    # of the arguments, at any depth, comes out whole.
+    want = {"text": "hi \U0001F600", "lines": ["\U0001F34E", {"x": "caf\u00e9 \U0001F600"}], "n": 3}
+    r = _parse_raw(b'{"content":[{"type":"tool_use","id":"t","name":"send_message","input":{"text":"hi \\ud83d\\ude00",'
+                   b'"lines":["\\ud83c\\udf4e",{"x":"caf\\u00e9 \\ud83d\\ude00"}],"n":3}}],'
+                   b'"stop_reason":"tool_use"}', "anthropic")
+    assert r["tool_calls"][0]["input"] == want
+    assert r["tool_calls"][0]["input"]["text"].encode() == b"hi \xf0\x9f\x98\x80"
+    # OpenAI: the arguments are a JSON string inside the JSON, escaped twice (or once)
+    for args in (b'"{\\"text\\": \\"hi \\\\ud83d\\\\ude00\\"}"', b'"{\\"text\\": \\"hi \\ud83d\\ude00\\"}"'):
+        r = _parse_raw(b'{"choices":[{"message":{"content":"sent \\ud83d\\ude00","tool_calls":[{"id":"c",'
+                       b'"function":{"name":"send_message","arguments":' + args + b'}}]}}]}', "openai")
+        assert r["tool_calls"][0]["input"] == {"text": "hi \U0001F600"}, args
+        assert r["text"] == "sent \U0001F600"
 
 
 def _args(raw):
@@ -185,6 +225,13 @@ def test_backoff_follows_the_sdk_policy():
     assert common._wait_ms(0, {"retry-after-ms": "150", "retry-after": "9"}) == 150
     assert 374 <= common._wait_ms(0, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) <= 500  # a date: backoff
     assert 374 <= common._wait_ms(0, {}) <= 500
+    # odd values: never an OverflowError, never a wait outside 0 .. a day; inf and nan count as absent
+    for h, want in (({"retry-after": "inf"}, None), ({"retry-after": "-inf"}, None), ({"retry-after": "1e400"}, None),
+                    ({"retry-after": "nan"}, None), ({"retry-after-ms": "inf", "retry-after": "3"}, 3000),
+                    ({"retry-after-ms": "1e30"}, 86400000), ({"retry-after": "-5"}, 0), ({"retry-after-ms": "-1000"}, 0),
+                    ({"retry-after": "9999"}, 9999000), ({"retry-after": "  3  "}, 3000), ({"retry-after": ""}, None)):
+        ms = common._wait_ms(0, h)
+        assert ms == want if want is not None else 374 <= ms <= 500, (h, ms)
 
 
 class _R:
@@ -220,6 +267,8 @@ def test_error_texts_and_retry_classes():
         assert e.status == status
     assert not common._status_error(_R(500, b"", {"x-should-retry": "false"}), "x").retryable
     assert common._status_error(_R(400, b"", {"x-should-retry": "true"}), "x").retryable
+    e = common._status_error(_R(400, b'{"error":{"message":"bad \\ud83d\\ude00"}}'), "x")
+    assert e.user_message.endswith("(400): bad \U0001F600"), e.user_message  # one character, valid UTF-8
 
 
 def test_switching_provider_model_and_base_url_persists():

@@ -139,6 +139,34 @@ def test_a_damaged_file_is_reported_and_kept():
     assert support.read(root + "/data/cron.json") == b"{not json"
 
 
+def test_damaged_jobs_are_switched_off_once_and_never_queued():
+    # A job with every_s 0 was queued every tick and failed in mark_run for ever.
+    root = _fresh()
+    good = cronjobs.validate(_spec(every_s=60), T0)
+    good["id"] = "j9"
+    bad = [dict(good, id="j1", every_s=0), dict(good, id="j2", every_s=-60, next_s=T0 - 10),
+           dict(good, id="j3", kind="weekly"), dict(good, id="j4", text=None), dict(good, id="j5", next_s="soon"),
+           dict(good, id="j6", kind="daily", hhmm=730), dict(good, id="j7", chat_id={"x": 1})]
+    support.write(root + "/data/cron.json", json.dumps({"seq": 9, "jobs": bad + [5, dict(good, id=None), good]}))
+    got = []
+    saved = cronjobs.log.warn
+    cronjobs.log.warn = lambda tag, msg, *a: got.append(msg % a)
+    try:
+        assert [j["id"] for j in cronjobs.due(T0 + 60)] == ["j9"]
+        assert len(got) == 9, got  # seven switched off, two dropped
+        assert "job j1 is damaged, switched off: every_s must be between" in got[0]
+        assert [j["id"] for j in cronjobs.due(T0 + 120)] == ["j9"]
+        assert len(got) == 9  # logged once: the file says so now
+    finally:
+        cronjobs.log.warn = saved
+    jobs = cronjobs.list()
+    assert [j["id"] for j in jobs] == ["j1", "j2", "j3", "j4", "j5", "j6", "j7", "j9"]
+    assert all(j.get("off") for j in jobs[:7]) and "off" not in jobs[7]
+    assert cronjobs.mark_run("j9", T0 + 60)["next_s"] == T0 + 120
+    cronjobs.remove("j1")
+    assert cronjobs.add(_spec(), T0) == "j10"
+
+
 def test_job_store_writes_survive_a_power_cut_at_every_step():
     root = _fresh()
     before = {"seq": 1, "jobs": [cronjobs.validate(_spec(), T0)]}

@@ -186,6 +186,34 @@ def test_repair_drops_duplicates_and_orphans_and_answers_open_calls():
     assert msgs[6]["tool_calls"][0]["id"] == "a"  # input untouched
 
 
+def test_lines_of_the_wrong_types_are_dropped_or_fixed():
+    # Valid JSON with wrong types would make every request of the chat fail with a 400.
+    root = support.fresh_flash()
+    bad_calls = [{"id": 5, "name": "x", "input": {}}, {"id": "n", "name": 7, "input": {}},
+                 {"id": "s", "name": "x", "input": "notadict"}, 5, {"id": "ok", "name": "x", "input": None}]
+    _write_lines(root, [
+        {"role": "user", "content": 123}, {"role": "assistant", "content": ["x", 1]},
+        _user(1), {"role": "assistant", "content": {"a": 1}, "tool_calls": "str"},
+        {"role": "assistant", "content": None, "tool_calls": bad_calls},
+        {"role": "tool", "tool_call_id": 5, "content": "r"}, {"role": "tool", "tool_call_id": "s", "content": "r"},
+        {"role": "tool", "tool_call_id": "ok", "content": {"x": 1}},
+        {"role": "assistant", "content": "a", "tool_calls": [{"id": "b", "name": "x", "input": {}}]},
+        {"role": "tool", "tool_call_id": "b", "content": None}, _user(2)])
+    got = sessions.load("tg_1")
+    assert got[0] == _user(1)
+    assert got[1]["tool_calls"] == [{"id": "ok", "name": "x", "input": None}]
+    assert got[2]["tool_call_id"] == "ok" and got[2]["is_error"] and "no result" in got[2]["content"]
+    assert got[3]["content"] == "a" and got[4] == {"role": "tool", "tool_call_id": "b", "content": None}
+    assert got[5] == _user(2) and len(got) == 6
+    for m in got:
+        assert m.get("content") is None or isinstance(m["content"], str), m
+        for c in m.get("tool_calls") or ():
+            assert isinstance(c["id"], str) and isinstance(c["name"], str) and isinstance(c["input"] or {}, dict)
+    assert sessions.report["repaired"] >= 10
+    out, fixes = sessions.repair(got)
+    assert out == got and fixes == 0
+
+
 def test_repair_leaves_a_good_history_alone():
     msgs = [_user(1), _call("a"), _result("a"), {"role": "assistant", "content": "fine"}, _user(2)]
     out, fixes = sessions.repair(msgs)

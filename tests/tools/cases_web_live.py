@@ -40,7 +40,9 @@ def test_tavily_results_with_answer():
     text, err = registry.execute("web_search", {"query": "what is micropython"}, {})
     assert not err, text
     assert text.startswith("Answer: MicroPython is Python for microcontrollers.")
-    assert "3. Third" in text
+    # the fake escapes non-ASCII (\\ud83d\\ude00): one 4-byte character on both runtimes
+    assert "3. Third \U0001F600\n   https://example.test/3\n   caf\u00e9 \U0001F34E" in text
+    assert "\U0001F600".encode() in text.encode()
 
 
 def test_errors_are_results_the_model_reads():

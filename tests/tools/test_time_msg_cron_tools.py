@@ -79,6 +79,7 @@ def test_cron_tools_add_list_remove():
         assert not err and out == "added job j1: daily at 07:30 (local), next 2026-01-02T07:30:00+08:00", out
         out, err = registry.execute("cron_add", {"kind": "every", "every_s": 10, "text": "x"}, _ctx())
         assert err and "every_s must be between" in out
+        config.set("owner_chat", "42")  # a job for the owner's chat, made in another chat
         out, err = registry.execute("cron_add", {"kind": "at", "at": "2026-01-01 09:00", "text": "call mum",
                                                  "chat_id": 42}, _ctx(None, "cron", "99"))
         assert not err and "once at 2026-01-01T09:00:00+08:00" in out
@@ -93,6 +94,31 @@ def test_cron_tools_add_list_remove():
     _frozen(T, go)
     registry.execute("cron_remove", {"id": "j2"}, _ctx())
     assert registry.execute("cron_list", {}, _ctx())[0] == "no scheduled jobs"
+
+
+def test_cron_add_targets_only_this_chat_the_owner_or_allowed_chats():
+    # as send_message: a prompt cannot schedule messages to strangers
+    _setup()
+    spec = {"kind": "every", "every_s": 60, "text": "say hi", "chat_id": "777000"}
+    out, err = registry.execute("cron_add", spec, _ctx(None, "telegram", "6001"))
+    assert err and "chat 777000 is not this chat, the owner's, or an allowed chat" in out, out
+    assert cronjobs.list() == []
+    config.set("allowed_chats", "6001,777000")
+    out, err = registry.execute("cron_add", spec, _ctx(None, "telegram", "6001"))
+    assert not err and out.startswith("added job j1"), out
+
+
+def test_a_job_made_in_a_group_chat_keeps_the_groups_tool_limits():
+    _setup()
+    ctx = _ctx(None, "telegram", "-100600")
+    ctx["is_group"] = True
+    assert not registry.execute("cron_add", {"kind": "every", "every_s": 60, "text": "gpio 4 on"}, ctx)[1]
+    ctx["is_group"] = None  # a private chat
+    assert not registry.execute("cron_add", {"kind": "every", "every_s": 60, "text": "x"}, ctx)[1]
+    out, err = registry.execute("cron_add", {"kind": "every", "every_s": 60, "text": "x", "is_group": False}, ctx)
+    assert err and "is_group" in out, out  # the model cannot set it: it is not an argument
+    jobs = cronjobs.list()
+    assert len(jobs) == 2 and jobs[0]["is_group"] is True and "is_group" not in jobs[1]
 
 
 def test_registry_takes_type_lists_and_per_tool_caps():

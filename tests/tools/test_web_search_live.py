@@ -16,7 +16,7 @@ def env():
     f = FakeSearch().start()
     f.results = [("MicroPython", "https://micropython.org/", "Python for microcontrollers " * 30),
                  ("ESP32-S3", "https://example.test/esp32s3", "Pins and more."),
-                 ("Third", "https://example.test/3", "x")]
+                 ("Third \U0001F600", "https://example.test/3", "caf\u00e9 \U0001F34E")]  # sent as \\ud83d escapes
     f.answer = "MicroPython is Python for microcontrollers."
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -108,6 +108,12 @@ class Context:
             except (OSError, ValueError):
                 pass
             e = self.n
+            v = self.mv[s:e]
+            b = fs.utf8_fix(v)
+            if b is not v:  # the request must be UTF-8: one bad byte would fail every chat
+                self.mv[s:e] = b
+                log.warn(_TAG, "%s is not UTF-8 text: bad bytes sent as ?", body)
+            v = b = None
             if total > e - s:
                 self._put((_CUT % (e - s, total, body, e - s)).encode())
         else:
@@ -129,7 +135,8 @@ class Context:
         function ``fn(room_bytes) -> str`` so hardware retrieval can fill exactly the room
         left (``mimi.hw.retrieval.for_message(text, budget)``). ``now_s``: for tests.
         Reads SOUL.md, USER.md, MEMORY.md, the recent notes and the skills index; writes
-        nothing on flash. Never raises for missing or odd files (they are skipped).
+        nothing on flash. Never raises for missing or odd files (they are skipped); bytes
+        that are not UTF-8 go in as ``?`` and the file is named in a warning.
         """
         now = seam.time_s() if now_s is None else now_s
         mode = clock.mode(clock.local(now)[3]) if clock.synced(now) else None

@@ -6,7 +6,8 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
 - The session is written as the turn goes (the question, each assistant message with its
   tool calls before they run, each result after), so a crash leaves a history that the
   next load repairs (``sessions.repair``: an unanswered call gets an error result).
-- Before every request the history is checked again (``sessions.repair``).
+- Before every request the history is checked again (``sessions.repair``). A tool call
+  whose id is missing or already in the window gets a fresh random one (``call_<hex>``).
 - RAM stays bounded in a long tool loop: once the model has seen a round's results, they
   are cut to ``SESSION_TOOL_RESULT_MAX_BYTES`` in the working list too (as on flash); the
   history is dropped before a final reply is saved (a long reply is copied while saved).
@@ -19,6 +20,8 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
 - ``handle`` never raises: a failure becomes one short message to the user, and the log
   gets one line with the tag (nanobot: "a failing turn becomes a short message").
 """
+import os
+
 from micropython import const
 
 from mimi import config, log, seam
@@ -33,8 +36,8 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "|bug Sorry, something went wrong (%s).|text I can only read text messages."
              "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
              "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
-             "|refusal [The model declined.]|rounds I stopped after %d rounds of tools (%s). Say \"continue\" to go on."
-             "|")
+             "|refusal [The model declined.]|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
+             "|paused the server paused its turn each time|")
 
 
 def denied_groups(msg):
@@ -120,7 +123,7 @@ class Agent:
             lambda room: retrieval.for_message(text, min(room, config.AGENT_HW_NOTES_BYTES))))
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
-        tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus}
+        tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group")}
         provider = self.provider()
         t0 = seam.ticks_ms()
         noted = False
@@ -136,6 +139,14 @@ class Agent:
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
             reply = None
             if calls:
+                # A missing or reused id (servers that number calls per reply: call_0 every
+                # round) would make repair drop this call and its result: give it a fresh one.
+                seen = [x.get("id") for m in messages for x in m.get("tool_calls") or ()]
+                for c in calls:
+                    if not c.get("id") or not isinstance(c["id"], str) or c["id"] in seen:
+                        c["id"] = "call_%08x" % int.from_bytes(os.urandom(4), "big")
+                    seen.append(c["id"])
+                seen = None
                 for m in messages:  # the model has seen these results in full: cut them as on flash
                     b = seam.as_bytes(m.get("content") or "") if m.get("role") == "tool" else ""
                     if len(b) > cap:
@@ -174,7 +185,8 @@ class Agent:
                 out = out or "(no reply)"
                 break
         else:
-            out = llm.pick(_MSG, "rounds") % (config.AGENT_MAX_ROUNDS, ", ".join(ran[:6]))
+            out = llm.pick(_MSG, "rounds") % (config.AGENT_MAX_ROUNDS, "tools: " + ", ".join(ran[:6]) if ran else
+                                              llm.pick(_MSG, "paused"))
         messages = None  # not needed any more: room for the copies a long reply costs when saved
         if len(out) > 8192:
             seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first

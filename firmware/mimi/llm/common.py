@@ -23,6 +23,7 @@ from mimi.net import http
 TAG = "llm"
 _ERR_MSG_MAX = const(160)  # characters of the API's own error message shown to the user
 _COLLECT_OVER = const(8192)  # reply bytes above which the heap is collected before parsing
+_WAIT_MAX_MS = const(86400000)  # a server's retry-after beyond a day is taken as a day
 _MSG = const("|400 the request was refused|401 the API key was rejected|403 the API key lacks permission"
              "|404 not found|413 the request was too large|429 rate limited by %s|529 %s is overloaded"
              "|5xx %s had a server error|other unexpected answer from %s|quota the %s account has no credit left"
@@ -108,12 +109,16 @@ class Provider:
 def _wait_ms(attempt, headers=None):
     """The wait before retry ``attempt`` (0-based): the server's ``retry-after-ms`` or
     ``retry-after`` (seconds) when it gave one, else the SDKs' backoff: 0.5 s * 2^n, at
-    most 8 s, less 0-25 % jitter."""
+    most 8 s, less 0-25 % jitter. The server's value is kept within 0 and a day (the
+    caller does not wait over ``LLM_RETRY_AFTER_MAX_S``: it tells the user); ``inf`` or
+    ``nan`` count as absent."""
     for k, scale in (("retry-after-ms", 1), ("retry-after", 1000)):
         try:
-            return int(float(headers[k]) * scale)
+            v = float(headers[k]) * scale
         except (KeyError, TypeError, ValueError):  # absent, no headers, or an HTTP date: the backoff
-            pass
+            continue
+        if v - v == 0:  # finite
+            return int(min(max(v, 0), _WAIT_MAX_MS))
     ms = min(config.LLM_RETRY_BASE_MS << attempt, config.LLM_RETRY_MAX_MS)
     return ms - ms * os.urandom(1)[0] // 1024
 
@@ -138,7 +143,7 @@ def _status_error(r, name):
     if status == 404:
         what += ": check the model and base URL"
     elif status == 400 and isinstance(msg, str) and msg:
-        what += ": " + msg[:_ERR_MSG_MAX]
+        what += ": " + wire.repair_utf16(msg[:_ERR_MSG_MAX])  # shown to the user: valid UTF-8
     return LLMError(what, status, hint == "true" if hint in ("true", "false") else
                     (status in (408, 409, 429) or status >= 500) and not quota)
 

@@ -19,8 +19,9 @@ system prompt is the first message; tools are ``{"type": "function", "function":
 description, parameters}}``; an assistant's tool calls carry ``arguments`` as a JSON
 string; results are ``role: tool`` messages with ``tool_call_id``. OpenAI itself wants
 ``max_completion_tokens`` (its reasoning models refuse ``max_tokens``); compatible servers
-know only ``max_tokens``. Replies: ``content``, or ``reasoning_content`` / ``reasoning``
-when there is nothing else (reasoning models behind some servers). finish_reason: stop ->
+know only ``max_tokens``. Replies: ``content`` (a string, or a list of content parts whose
+``text`` parts are joined), or ``reasoning_content`` / ``reasoning`` when there is nothing
+else (reasoning models behind some servers). finish_reason: stop ->
 end, tool_calls -> tool_use, length -> max_tokens, content_filter -> refusal.
 
 Both: ``<think>...</think>`` is stripped so thinking never reaches the chat; tool-call
@@ -116,11 +117,12 @@ def parse(d, protocol, name, esc=True):
     """The API's reply dict -> the internal reply (text, tool_calls, stop, usage).
 
     ``esc``: the raw reply held UTF-16 surrogate escapes (see ``repair_utf16``).
-    Raises ``LLMError`` (worth a retry) when the reply has no content."""
+    Raises ``LLMError`` (worth a retry) when the reply has no content or a text of the
+    wrong type."""
     try:
         n_in = n_out = 0  # tokens
-        u = d.get("usage") or {}
-        for k in u:
+        u = d.get("usage")
+        for k in u if isinstance(u, dict) else ():
             if isinstance(u[k], int):
                 if " %s " % k in _IN:
                     n_in += u[k]
@@ -135,7 +137,7 @@ def parse(d, protocol, name, esc=True):
                 if t == "text":
                     texts.append(b.get("text") or "")
                 elif t == "tool_use":
-                    calls.append({"id": b.get("id") or "toolu_%d" % len(calls), "name": b.get("name") or "",
+                    calls.append({"id": b.get("id") or "toolu_%d" % len(calls), "name": str(b.get("name") or ""),
                                   "input": b.get("input")})
             s = d.get("stop_reason")
         else:
@@ -145,10 +147,16 @@ def parse(d, protocol, name, esc=True):
             calls = []
             for c in d.get("tool_calls") or ():
                 f = c.get("function") or {}
-                calls.append({"id": c.get("id") or "call_%d" % len(calls), "name": f.get("name") or "",
+                calls.append({"id": c.get("id") or "call_%d" % len(calls), "name": str(f.get("name") or ""),
                               "input": f.get("arguments")})  # a JSON string (or the object itself)
-            texts = [d.get("content") or ""]
+            t = d.get("content") or ""
+            if isinstance(t, list):  # content parts (some compatible servers): their text, joined
+                t = "".join([b["text"] for b in t if b.get("type") == "text"])
+            texts = [t]
             alt = d.get("reasoning_content") or d.get("reasoning")  # used when there is nothing else
+        for t in texts + [alt or ""]:
+            if not isinstance(t, str):
+                raise TypeError
     except (AttributeError, IndexError, KeyError, TypeError):
         raise LLMError("%s sent a reply without content" % name, 200, True)
     for c in calls:
@@ -165,6 +173,8 @@ def parse(d, protocol, name, esc=True):
                     c["input"] = a
                 else:
                     c["error"] = "arguments must be a JSON object"
+        if esc:  # an emoji in an argument (a message to send, a line to write) stays one character
+            repair_utf16(c["input"])
     text = ""
     for t in (texts[0] if len(texts) == 1 else "".join(texts), alt):  # no copy of a long single text
         if t:
@@ -221,8 +231,13 @@ def strip_think(text):
 def repair_utf16(s):
     """Join UTF-16 surrogate pairs that MicroPython's ``json.loads`` left as two lone
     surrogates (``\\ud83d\\ude00`` escapes: 3-byte sequences ED A0-AF / ED B0-BF) into
-    one 4-byte UTF-8 character; lone ones become U+FFFD. Other text is returned as is."""
+    one 4-byte UTF-8 character; lone ones become U+FFFD. Other text is returned as is.
+    A dict or list (tool arguments) is repaired in place, every string value at any depth,
+    and returned; other values are returned as they are."""
     if not isinstance(s, str):
+        if isinstance(s, (dict, list)):
+            for k in s if isinstance(s, dict) else range(len(s)):
+                s[k] = repair_utf16(s[k])
         return s
     try:
         b = s.encode()

@@ -4,7 +4,9 @@ A job is a dict (docs/internals.md, "Storage"): ``id``, ``kind`` and its time fi
 ``every`` with ``every_s`` (seconds), ``at`` with ``at_s`` (unix seconds, once),
 ``daily`` with ``hhmm`` (``"07:30"``, the owner's local time) -- plus ``text`` (the
 message the agent gets), ``chat_id``, ``channel``, ``next_s`` (next run, None until the
-clock is set), ``last_s`` and ``created_s``.
+clock is set), ``last_s`` and ``created_s``; ``is_group`` (true when it was made in a group
+chat: the scheduler copies it into the job's inbound message, so the job's turns get that
+chat's tool limits); ``off`` (why a damaged job was switched off: it never runs).
 
 The scheduler (the cron service, another part) calls ``due(now_s)`` and, after queueing
 each job, ``mark_run(id, now_s)``. Missed runs after a downtime run once, not once per
@@ -21,7 +23,7 @@ from mimi.storage import fs
 
 _TAG = const("cron")
 KINDS = ("every", "at", "daily")
-_FIELDS = ("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel")
+_FIELDS = ("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel", "is_group")
 
 _lock = seam.allocate_lock()
 
@@ -42,7 +44,29 @@ def _load():
         jobs = None
     if not isinstance(jobs, type([])):  # this module's list() is not the built-in
         raise ValueError("cron.json is damaged; fix or delete it")
-    return seq, jobs
+    # A damaged job would be queued and then fail for ever: it is switched off (kept for the
+    # owner to see and remove), logged once; an entry without an id cannot be, it is dropped.
+    keep = []
+    changed = False
+    for j in jobs:
+        if not isinstance(j, dict) or not isinstance(j.get("id"), str) or not j["id"]:
+            log.warn(_TAG, "dropped a damaged job: %s", json.dumps(j)[:200])
+            changed = True
+            continue
+        if not j.get("off"):
+            try:
+                validate({k: j[k] for k in _FIELDS if k in j}, 0)
+                for k in ("next_s", "last_s", "created_s"):
+                    if not isinstance(j.get(k), (int, float, type(None))):
+                        raise ValueError("%s is not a time" % k)
+            except (ValueError, TypeError, AttributeError) as e:
+                j["off"] = str(e)[:100] or "damaged"
+                log.warn(_TAG, "job %s is damaged, switched off: %s", j["id"], j["off"])
+                changed = True
+        keep.append(j)
+    if changed:
+        _save(seq, keep)
+    return seq, keep
 
 
 def _save(seq, jobs):
@@ -53,7 +77,8 @@ def validate(spec, now_s=None):
     """Check a job spec and return the job dict to store (without ``id``).
 
     ``spec`` keys: ``kind``; ``every_s`` | ``at_s`` or ``at`` (``YYYY-MM-DD HH:MM`` local)
-    | ``hhmm``; ``text``; ``chat_id``; ``channel`` (default ``telegram``). Raises
+    | ``hhmm``; ``text``; ``chat_id``; ``channel`` (default ``telegram``); ``is_group``
+    (true: made in a group chat, its turns get that chat's tool limits). Raises
     ``ValueError`` naming the first problem.
     """
     if not isinstance(spec, dict):
@@ -91,6 +116,8 @@ def validate(spec, now_s=None):
         raise ValueError("%s must be a whole number of seconds" % field)
     job = {"kind": kind, "text": text.strip(), "chat_id": chat, "channel": channel,
            "next_s": None, "last_s": None, "created_s": now_s if synced else None}
+    if spec.get("is_group"):
+        job["is_group"] = True
     if kind == "every":
         if not config.CRON_EVERY_MIN_S <= n <= config.CRON_EVERY_MAX_S:
             raise ValueError("every_s must be between %d and %d" % (config.CRON_EVERY_MIN_S, config.CRON_EVERY_MAX_S))
@@ -162,6 +189,8 @@ def due(now_s):
             return []
         changed = False
         for j in jobs:
+            if j.get("off"):
+                continue
             k = j.get("kind")
             nxt = j.get("next_s")
             want = nxt

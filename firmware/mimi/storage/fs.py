@@ -379,6 +379,33 @@ def utf8_end(data, end):
     return i - 1
 
 
+def utf8_fix(data):
+    """``data`` (bytes-like) itself when it is UTF-8, else a ``bytearray`` copy in which each
+    byte that is not part of a valid character (RFC 3629: no overlong forms, surrogates or
+    code points past U+10FFFF) is ``?``, so the length stays. Valid text costs one decode."""
+    try:
+        str(data, "utf-8")
+        return data
+    except UnicodeError:
+        pass
+    b = bytearray(data)
+    i = 0
+    n = len(b)
+    while i < n:
+        c = b[i]
+        k = 1 if c < 0x80 else 2 if 0xC2 <= c < 0xE0 else 3 if 0xE0 <= c < 0xF0 else 4 if 0xF0 <= c < 0xF5 else 0
+        if k > 1 and (i + k > n or not (0xA0 if c == 0xE0 else 0x90 if c == 0xF0 else 0x80) <= b[i + 1] <= (
+                0x9F if c == 0xED else 0x8F if c == 0xF4 else 0xBF)):
+            k = 0
+        for j in range(i + 2, i + k):
+            if b[j] & 0xC0 != 0x80:
+                k = 0
+        if not k:
+            b[i] = 63
+        i += k or 1
+    return b
+
+
 def utf8_start(data, start):
     """Smallest ``i >= start`` that is not inside a UTF-8 character (skips continuation bytes)."""
     n = len(data)

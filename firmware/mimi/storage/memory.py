@@ -9,7 +9,7 @@ the context tells the model exactly the path ``daily_path`` gives, which is the 
 ``edit_file``/``write_file`` under ``/data/memory``), so chat, cron and heartbeat cannot
 lose each other's edits. Hold it only briefly; it is not re-entrant.
 """
-from mimi import clock, config, seam
+from mimi import clock, config, log, seam
 from mimi.storage import fs
 
 LOCK = seam.allocate_lock()
@@ -72,9 +72,10 @@ def recent_parts(days=None, cap=None, epoch_s=None):
     """The recent notes as a list of byte strings (or memoryviews), ``cap`` bytes in all.
 
     What ``recent_notes`` joins; the context writes the parts straight into its buffer
-    (no decode, join or encode). Newest day first, each ``### YYYY-MM-DD (path)`` then
+    (no join or encode). Newest day first, each ``### YYYY-MM-DD (path)`` then
     the note; a note that does not fit gives its latest lines, from a line start, after
-    a pointer to the rest. [] when there are none or the clock is not synced.
+    a pointer to the rest. Bytes that are not UTF-8 come out as ``?`` (the file is named
+    in a warning). [] when there are none or the clock is not synced.
     """
     if epoch_s is None:
         epoch_s = seam.time_s()
@@ -107,6 +108,10 @@ def recent_parts(days=None, cap=None, epoch_s=None):
                 body = memoryview(data)[i:]
         except OSError:  # gone since its size was taken
             body = b"[unreadable]"
+        b = fs.utf8_fix(body)
+        if b is not body:  # the prompt must be UTF-8: one bad byte would fail every chat
+            log.warn("mem", "%s is not UTF-8 text: bad bytes sent as ?", path)
+            body = b
         parts.append(body)
         left -= len(head) + len(body)
         if body[-1:] != b"\n":
@@ -120,7 +125,7 @@ def recent_notes(days=None, cap=None, epoch_s=None):
 
     Each note starts with ``### YYYY-MM-DD (path)``. A note that does not fit gives its
     latest lines with a pointer to the rest. '' when there are none or the clock is not
-    synced. Reads only what it returns. Bytes that are not UTF-8 raise ``ValueError``.
+    synced. Reads only what it returns. Bytes that are not UTF-8 come out as ``?``.
     """
     parts = recent_parts(days, cap, epoch_s)
     for k in range(len(parts)):

@@ -269,7 +269,10 @@ def repair(msgs):
 
     - a tool result whose call is not open just before it (orphan, duplicate, or
       separated from its call) is dropped;
-    - a tool call id seen before in the list is dropped from the later message;
+    - a tool call id seen before in the list is dropped from the later message, and so is a
+      call whose id or name is not a string or whose input is not an object;
+    - content that is neither a string nor null: an assistant's becomes "", a user
+      message or tool result is dropped;
     - a call without a result gets an error result right after the results it has;
     - an assistant message left with no text and no calls is dropped;
     - the list starts at its first user message.
@@ -281,6 +284,13 @@ def repair(msgs):
     seen = set()
     for m in list(msgs) + [None]:  # None: the end, which answers the calls left open
         role = m.get("role") if isinstance(m, dict) else None
+        c = role and m.get("content")
+        if c and not isinstance(c, str):  # valid JSON of the wrong type: every request would get a 400
+            fixes += 1
+            if role != "assistant":
+                continue  # a call left without its result gets an error result below
+            m = dict(m)
+            m["content"] = ""
         if role == "tool":
             cid = m.get("tool_call_id")
             for c in pending:
@@ -300,15 +310,16 @@ def repair(msgs):
             calls = m.get("tool_calls")
             if calls:
                 keep = []
-                for c in calls:
+                for c in calls if isinstance(calls, list) else (None,):
                     cid = c.get("id") if isinstance(c, dict) else None
-                    if not cid or cid in seen:
+                    if not cid or not isinstance(cid, str) or cid in seen or not isinstance(c.get("name"), str) or \
+                            not isinstance(c.get("input") or {}, dict):
                         fixes += 1
                         continue
                     seen.add(cid)
                     keep.append(c)
-                    pending.append((cid, c.get("name", "")))
-                if len(keep) != len(calls):
+                    pending.append((cid, c["name"]))
+                if keep != calls:
                     m = dict(m)
                     if keep:
                         m["tool_calls"] = keep

@@ -6,18 +6,22 @@ owner's local time.
 """
 from mimi import clock
 from mimi.storage import cronjobs
-from mimi.tools import registry
+from mimi.tools import messaging, registry
 
 
 def _line(j):
     """One job in words: ``j1: daily at 07:30 (local), next 2026-01-02T07:30:00+08:00``."""
     nxt = j.get("next_s")
+    if j.get("off"):  # damaged (see cronjobs): it never runs
+        return "%s: switched off, damaged (%s): cron_remove it" % (j["id"], j["off"])
     return "%s: %s, %s" % (j["id"], cronjobs.kind_text(j),
                            "next " + clock.iso_local(nxt) if nxt else "waits for the clock to be set")
 
 
 def cron_add(args, ctx):
-    """``kind`` every|at|daily with ``every_s`` | ``at`` | ``hhmm``; ``text``; optional chat."""
+    """``kind`` every|at|daily with ``every_s`` | ``at`` | ``hhmm``; ``text``; optional chat
+    (as ``send_message``: this chat, the owner's or an allowed one). A job made in a group
+    chat keeps the group's tool limits (``is_group``)."""
     spec = {}
     for k in ("kind", "every_s", "at", "hhmm", "text", "chat_id", "channel"):
         if args.get(k) is not None:
@@ -26,6 +30,9 @@ def cron_add(args, ctx):
         spec["chat_id"] = ctx.get("chat_id")
         if "channel" not in spec and ctx.get("channel") in ("telegram", "cli"):
             spec["channel"] = ctx.get("channel")
+    messaging.check_chat(str(spec["chat_id"]).strip(), ctx)
+    if ctx.get("is_group"):
+        spec["is_group"] = True
     jid = cronjobs.add(spec)
     for j in cronjobs.list():
         if j["id"] == jid:
@@ -34,7 +41,7 @@ def cron_add(args, ctx):
 
 
 def cron_list(args, ctx):
-    out = ["%s, to %s %s: %s" % (_line(j), j["channel"], j["chat_id"], j["text"]) for j in cronjobs.list()]
+    out = ["%s, to %s %s: %s" % (_line(j), j.get("channel"), j.get("chat_id"), j.get("text")) for j in cronjobs.list()]
     return "\n".join(out) if out else "no scheduled jobs"
 
 

@@ -9,6 +9,13 @@ from mimi import config
 from mimi.tools import registry
 
 
+def check_chat(chat, ctx):
+    """Raise ``ValueError`` unless ``chat`` (str) is this turn's chat, the owner's or an
+    allowed one (settings): a prompt cannot make the bot write to strangers (cron_add too)."""
+    if chat != str(ctx.get("chat_id")) and chat not in (config.get("owner_chat") + " " + config.get(
+            "allowed_chats")).replace(",", " ").split():
+        raise ValueError("chat %s is not this chat, the owner's, or an allowed chat" % chat)
+
 
 def send_message(args, ctx):
     """``text``, optional ``chat_id`` and ``channel`` (default: the chat this turn is for)."""
@@ -29,10 +36,7 @@ def send_message(args, ctx):
     chat = str(ctx.get("chat_id") if chat is None or chat == "" else chat).strip()
     if not chat or chat == "None":
         raise ValueError("chat_id is needed")
-    # Only this chat, the owner's or an allowed one: a prompt cannot make the bot write to strangers.
-    if chat != str(ctx.get("chat_id")) and chat not in (config.get("owner_chat") + " " + config.get(
-            "allowed_chats")).replace(",", " ").split():
-        raise ValueError("chat %s is not this chat, the owner's, or an allowed chat" % chat)
+    check_chat(chat, ctx)
     if not bus.send(channel, chat, text, "text"):
         raise ValueError("the outbound queue is full; try again later")
     return "sent to %s chat %s (%d bytes)" % (channel, chat, n)

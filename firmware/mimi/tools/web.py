@@ -80,7 +80,11 @@ def web_search(args, ctx):
     for i, x in enumerate((items or ())[:count]):
         lines.append("%d. %s\n   %s\n   %s" % (i + 1, _clip(x.get("title"), 120), x.get("url") or "",
                                                 _clip(x.get(snip), config.WEB_SNIPPET_MAX_CHARS)))
-    return "\n".join(lines) if items else "No results for: %s" % query
+    if not items:
+        return "No results for: %s" % query
+    from mimi.llm.wire import repair_utf16  # an emoji escaped in the JSON: one character, not two halves
+
+    return repair_utf16("\n".join(lines))
 
 
 def register_all():
