@@ -34,6 +34,16 @@ from mimi import bus as busmod  # noqa: E402
 from mimi.agent import loop  # noqa: E402
 from mimi.storage import fs, sessions  # noqa: E402
 
+# What a turn loads on first use, loaded now one by one with a collection after each (as
+# mimi.app.init does): compiling on the first turn, in a heap already holding everything
+# else, can find no room.
+for _name in getattr(config, "APP_PRELOAD", ()):
+    try:
+        __import__(_name)
+    except ImportError:
+        pass
+    gc.collect()
+
 _TOOL_MODULES = ("files", "memory_tools", "clock", "cron_tools", "messaging", "web")
 
 

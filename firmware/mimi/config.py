@@ -38,6 +38,11 @@ AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever c
 AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
 AGENT_GROUP_DENIED = ("file", "gpio", "cron")  # tool groups group chats do not get by default
 
+# Modules a turn would otherwise load on first use: app.init loads them in this order, one
+# by one with a collection after each, while the heap is still whole (docs/heap.md).
+APP_PRELOAD = ("mimi.net.certs", "mimi.net.http", "mimi.llm.wire", "mimi.llm.common", "mimi.llm.usage",
+               "mimi.hw.pins", "mimi.hw.datasheets", "mimi.hw.retrieval", "mimi.hw.fastpath")
+
 # -- bus -------------------------------------------------------------------------------
 BUS_INBOUND_MAX = const(8)
 BUS_OUTBOUND_MAX = const(16)
