@@ -37,8 +37,11 @@ Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
   once more as plain text. "message is too long" splits the chunk in half once.
 - ``typing``/``idle`` bus messages: ``sendChatAction`` typing every ~4 s in between.
 - 429: wait ``parameters.retry_after``; 409: logged with what to do, backed off (a
-  webhook is removed); 401: the token is wrong, long back-off; network errors: back off
-  1 s doubling to 60 s; a reply that fails ``TG_SEND_TRIES`` times is dropped, logged.
+  webhook is removed); 401: the token is wrong, long back-off; network errors, 5xx and
+  answers that are not the Bot API's JSON (a proxy's HTML page, a list, cut JSON, fields
+  of the wrong type): back off 1 s doubling to 60 s. None of them ends the I/O thread.
+  A reply chunk is tried at most ``TG_SEND_TRIES`` times (any failure counts; a 4xx other
+  than 429 drops it at once), then dropped, logged.
 """
 import json
 
@@ -59,11 +62,32 @@ class TgError(Exception):
 
 
 def _error(r):
+    """A refused call's answer as a ``TgError``. Fields of the wrong type, or an answer that
+    is not the Bot API's JSON (a proxy's page, a cut answer), fall back to the HTTP status;
+    ``retry_after`` is kept only as a number from 0 to ``TG_RETRY_AFTER_MAX_S``."""
+    code, desc, after = r.status, "HTTP %d" % r.status, None
     try:
         d = r.json()
-        return TgError(d["error_code"], d["description"], (d.get("parameters") or {}).get("retry_after"))
-    except Exception:  # noqa: BLE001 - not the Bot API's error JSON (a proxy, a cut answer)
-        return TgError(r.status, "HTTP %d" % r.status, None)
+        c, t, p = d.get("error_code"), d.get("description"), d.get("parameters")
+        if type(c) is int:
+            code = c
+        if isinstance(t, str):
+            desc = t
+        a = p.get("retry_after") if isinstance(p, dict) else None
+        if type(a) in (int, float) and a >= 0:  # not NaN; inf becomes the cap
+            after = int(min(a, config.TG_RETRY_AFTER_MAX_S))
+    except Exception:  # noqa: BLE001 - not a dict, not JSON: the status says it
+        pass
+    return TgError(code, desc, after)
+
+
+def _result(r):
+    """The ``result`` of a 200 answer; ``OSError`` when the answer is not the Bot API's
+    JSON object (HTML from a proxy, a list, ``null``, cut JSON)."""
+    try:
+        return r.json()["result"]
+    except Exception:  # noqa: BLE001 - ValueError, TypeError, KeyError: all a failed call
+        raise OSError("bad answer")
 
 
 class Telegram:
@@ -114,7 +138,8 @@ class Telegram:
         """POST ``method`` with ``params`` (dict) as JSON. Returns the ``result`` when
         ``want_result`` (it must fit the send buffer), else True: a 200 answer is success
         whatever its size (sendMessage echoes the whole message, which need not be read).
-        Raises ``TgError`` (not 200), ``OSError`` (network)."""
+        Raises ``TgError`` (not 200), ``OSError`` (network, or an answer that is not the
+        Bot API's JSON), ``ValueError`` (a malformed ``tg_api_base``)."""
         r = self._post(method, params, self.bufs[1], config.TG_SEND_TIMEOUT_MS).finish()
         if r.status != 200:
             raise _error(r)
@@ -122,7 +147,7 @@ class Telegram:
             return True
         if r.truncated:
             raise OSError("too big")
-        return r.json().get("result")
+        return _result(r)
 
     def start_poll(self, offset, timeout_s, limit):
         """Send a getUpdates long poll; return its ``http.Pending``. Sending it confirms
@@ -133,14 +158,17 @@ class Telegram:
 
     def updates(self, pending):
         """A poll's answer: the list of updates, or the start of the answer (bytes) when it
-        did not fit the poll buffer. Raises ``TgError``, ``OSError``."""
+        did not fit the poll buffer. Raises ``TgError``, ``OSError`` (also for an answer
+        whose ``result`` is not a list)."""
         r = pending.finish()
         if r.status != 200:
             raise _error(r)
         if r.truncated:
             return bytes(r.body[:512])
-        res = r.json().get("result")
-        return res if isinstance(res, list) else []
+        res = _result(r)
+        if not isinstance(res, list):
+            raise OSError("bad answer")
+        return res
 
     # -- the channel -------------------------------------------------------------------
 
@@ -188,10 +216,13 @@ class Telegram:
             if seam.ticks_diff(now_ms, self.poll_at) < 0:
                 return False
             try:
-                me = self.me = self.api.call("getMe", want_result=True)
-            except (TgError, OSError) as e:
+                me = self.api.call("getMe", want_result=True)
+                if not isinstance(me, dict):
+                    raise OSError("bad answer")
+            except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: a failed call
                 self._fail(e, now_ms)
                 return False
+            self.me = me
             key, _, value = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
             if key == str(me.get("id")) and value.isdigit():
                 self.offset = max(self.offset, int(value))
@@ -200,7 +231,7 @@ class Telegram:
                 menu.append({"command": c, "description": d})
             try:
                 self.api.call("setMyCommands", {"commands": menu})
-            except (TgError, OSError) as e:
+            except Exception as e:  # noqa: BLE001 - the menu is a nicety
                 log.warn("tg", "%s", e)
             log.info("tg", "bot @%s", me.get("username"))
             if not commands.allowed():
@@ -215,10 +246,9 @@ class Telegram:
                     continue
                 try:
                     self.api.call("sendChatAction", {"chat_id": cid, "action": "typing"})
-                except TgError:  # refused: no more typing for that chat
-                    del self.typing[cid]
-                except OSError:
-                    pass
+                except Exception as e:  # noqa: BLE001 - refused: no more typing for that chat
+                    if isinstance(e, TgError):
+                        del self.typing[cid]
         self.save_offset()
         return busy
 
@@ -234,7 +264,7 @@ class Telegram:
                 log.warn("tg", "deleteWebhook")
                 try:
                     self.api.call("deleteWebhook")
-                except (TgError, OSError):
+                except Exception:  # noqa: BLE001 - the next poll tells
                     pass
                 wait = config.TG_BACKOFF_MIN_MS
             elif code == 409:
@@ -255,7 +285,7 @@ class Telegram:
                 return False
             try:
                 self.poll = self.api.start_poll(self.offset, config.TG_POLL_TIMEOUT_S, self.limit)
-            except OSError as e:
+            except Exception as e:  # noqa: BLE001 - OSError, ValueError (a bad tg_api_base)
                 self._fail(e, now)
                 return False
             held, self.held = self.held, None  # the poll just sent confirms them: act on them now
@@ -272,7 +302,7 @@ class Telegram:
         p, self.poll = self.poll, None
         try:
             got = self.api.updates(p)
-        except (TgError, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - TgError, OSError: back off, never end the thread
             self._fail(e, now)
             return False
         if isinstance(got, bytes):  # over the poll buffer: one at a time, then skip it
@@ -413,27 +443,21 @@ class Telegram:
             self.api.call("sendMessage", {"chat_id": cid, "text": md} if mode else
                           {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
             q.pop(0)
-        except TgError as e:
-            code, msg, after = e.args
-            if code == 429:
-                self.send_at = seam.ticks_add(now, 1000 * min(int(after or 5), config.TG_RETRY_AFTER_MAX_S))
-                return True
-            q.pop(0)
+        except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: never the thread
+            code, msg, after = e.args if isinstance(e, TgError) else (0, "", None)
             msg = msg.lower()
+            item[2] = count = count + 1
             if code == 400 and "parse" in msg and not mode:  # "can't parse entities"
-                q.insert(0, [cid, md, count, 1])
+                item[3] = 1
             elif code == 400 and "too long" in msg and mode < 2:
+                q.pop(0)
                 for c in reversed(tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)):
                     q.insert(0, [cid, c, count, 2])
-            else:
-                self.dropped += 1
-                log.error("tg", "lost %s %s", cid, e)
-        except OSError as e:
-            item[2] = count = count + 1
-            if count >= config.TG_SEND_TRIES:
+            elif count >= config.TG_SEND_TRIES or 400 <= code < 500 and code != 429:  # for good
                 q.pop(0)
                 self.dropped += 1
                 log.error("tg", "lost %s %s", cid, e)
-            else:
-                self.send_at = seam.ticks_add(now, min(config.TG_BACKOFF_MIN_MS << count, config.TG_BACKOFF_MAX_MS))
+            else:  # 429 as told; 5xx and the network: 1 s doubling
+                self.send_at = seam.ticks_add(now, 1000 * min(after or 5, config.TG_RETRY_AFTER_MAX_S) if code == 429
+                                              else min(config.TG_BACKOFF_MIN_MS << count, config.TG_BACKOFF_MAX_MS))
         return True

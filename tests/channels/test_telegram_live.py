@@ -1,0 +1,48 @@
+"""The Telegram channel's real wire against the fake Bot API primed with faults: answers
+that are not the Bot API's JSON (host only; each case of
+``cases_tg_live.py`` runs under CPython in process and under MicroPython).
+"""
+import os
+
+import pytest
+
+import mpcase
+from host_sim.fakes.telegram import FakeTelegram
+
+CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases_tg_live.py")
+
+
+def _garbage(fake):
+    fake.answer_raw("getMe", 200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+    for body in (b"<html>proxy</html>", b"[1,2,3]", b"null", b'{"ok":true,"result":[{"update_id":'):
+        fake.answer_raw("getUpdates", 200, body)
+    fake.inject_text(42, "hello")
+
+
+PREPARE = {
+    "test_garbage_answers_then_the_message_arrives": _garbage,
+}
+
+CHECK = {}
+
+
+@pytest.fixture
+def fake():
+    f = FakeTelegram().start()
+    yield f
+    f.stop()
+
+
+@pytest.mark.parametrize("runtime", ("cpython", "micropython"))
+@pytest.mark.parametrize("name", mpcase.case_names(CASES))
+def test_live(name, runtime, fake, monkeypatch):
+    PREPARE[name](fake)
+    env = {"MIMI_T_TG": fake.url, "MIMI_T_TOKEN": fake.token}
+    if runtime == "cpython":
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        mpcase.run_cpython(CASES, name)
+    else:
+        ok, out = mpcase.run(CASES, name, env)
+        assert ok, out
+    assert CHECK.get(name, lambda f: True)(fake), fake.calls
