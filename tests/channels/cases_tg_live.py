@@ -64,3 +64,36 @@ def test_garbage_answers_then_the_message_arrives():
         assert got[0]["text"] == "hello" and tg.errors == 5, tg.errors
     finally:
         _restore()
+
+
+def test_a_trickling_send_gives_up_at_the_deadline():
+    _set(TG_CALL_DEADLINE_MS=1500, TG_SEND_TIMEOUT_MS=1000, TG_POLL_TIMEOUT_S=1)
+    try:
+        b, tg = _channel()
+        t = seam.ticks_ms()
+        tg.tick(t)  # getMe, the menu, the first poll
+        tg.deliver({"channel": "telegram", "chat_id": "42", "text": "x", "kind": "text"})
+        t0 = seam.ticks_ms()
+        tg.tick(t)  # the send: its answer trickles for 10 s
+        spent = seam.ticks_diff(seam.ticks_ms(), t0)
+        assert spent < 5000, spent
+        assert len(tg.outq) == 1 and tg.outq[0][2] == 1  # one failed try, kept
+        _run_until(tg, lambda: not tg.outq)  # the next try is answered at once
+        assert tg.dropped == 0
+    finally:
+        _restore()
+
+
+def test_a_trickling_poll_gives_up_at_its_deadline():
+    _set(TG_POLL_DEADLINE_MS=2000, TG_SEND_TIMEOUT_MS=1000, TG_POLL_TIMEOUT_S=1)
+    try:
+        b, tg = _channel()
+        t0 = seam.ticks_ms()
+        t = t0
+        while not tg.errors:
+            assert seam.ticks_diff(seam.ticks_ms(), t0) < 8000, "the poll was not given up"
+            tg.tick(t)
+            seam.sleep_ms(20)
+        assert tg.poll is None
+    finally:
+        _restore()

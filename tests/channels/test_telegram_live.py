@@ -1,5 +1,5 @@
 """The Telegram channel's real wire against the fake Bot API primed with faults: answers
-that are not the Bot API's JSON (host only; each case of
+that are not the Bot API's JSON, answers that trickle in (host only; each case of
 ``cases_tg_live.py`` runs under CPython in process and under MicroPython).
 """
 import os
@@ -10,6 +10,7 @@ import mpcase
 from host_sim.fakes.telegram import FakeTelegram
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases_tg_live.py")
+SLOW_OK = b'{"ok":true,"result":true}' + b" " * 200  # trickled at 50 ms a byte: 11 s
 
 
 def _garbage(fake):
@@ -21,9 +22,15 @@ def _garbage(fake):
 
 PREPARE = {
     "test_garbage_answers_then_the_message_arrives": _garbage,
+    "test_a_trickling_send_gives_up_at_the_deadline":
+        lambda fake: fake.answer_raw("sendMessage", 200, SLOW_OK, gap_s=0.05),
+    "test_a_trickling_poll_gives_up_at_its_deadline":
+        lambda fake: fake.answer_raw("getUpdates", 200, b'{"ok":true,"result":[]}' + b" " * 200, gap_s=0.05),
 }
 
-CHECK = {}
+CHECK = {
+    "test_a_trickling_send_gives_up_at_the_deadline": lambda fake: fake.texts(42) == ["x"],
+}
 
 
 @pytest.fixture

@@ -208,3 +208,39 @@ def test_a_bad_api_base_is_a_failed_call():
     config.set("tg_api_base", "ftp://nowhere")
     tg.tick(seam.ticks_ms())
     assert tg.me is None and tg.errors == 1
+
+
+def test_a_pass_of_calls_ends_well_before_the_watchdog():
+    # A tick goes on while it has spent less than TG_CALL_DEADLINE_MS; the last call it
+    # starts ends within its deadline (the long poll's within TG_POLL_DEADLINE_MS, and only
+    # the first call of a tick reads a poll) plus at most a connection's set-up.
+    assert config.TG_POLL_TIMEOUT_S * 1000 + 5000 <= config.TG_POLL_DEADLINE_MS
+    worst = max(config.TG_POLL_DEADLINE_MS, 2 * config.TG_CALL_DEADLINE_MS) + config.HTTP_CONNECT_TIMEOUT_MS
+    assert worst <= config.APP_WDT_TIMEOUT_MS * 2 // 3, worst
+
+
+def test_a_tick_that_took_long_leaves_sends_and_typing_to_the_next_pass():
+    b, tg, w = setup()
+    t = seam.ticks_ms()
+    tg.tick(t)
+    tg.deliver({"channel": "telegram", "chat_id": "42", "text": "", "kind": "typing"})
+    tg.deliver({"channel": "telegram", "chat_id": "42", "text": "x", "kind": "text"})
+    slow = w.post
+
+    def post(method, params, buf, *rest):  # the poll's answer took the whole budget
+        if method == "getUpdates":
+            seam.sleep_ms(60)
+        return slow(method, params, buf, *rest)
+
+    tg._post = post
+    keep = config.TG_CALL_DEADLINE_MS
+    config.TG_CALL_DEADLINE_MS = 50
+    try:
+        tg.tick(t + 1)  # reads the poll (slow), then stops: no new poll, no send, no typing
+        assert w.count("sendMessage") == 0 and w.count("sendChatAction") == 0
+        n = w.count("getUpdates")
+        tg._post = slow
+        tg.tick(t + 2)
+        assert w.count("sendMessage") == 1 and w.count("sendChatAction") == 1 and w.count("getUpdates") == n + 1
+    finally:
+        config.TG_CALL_DEADLINE_MS = keep

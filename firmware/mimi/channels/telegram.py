@@ -8,7 +8,7 @@ requests; the base is a setting, so a self-hosted Bot API server or a test fake 
 The token is part of the path: nothing here logs a URL.
 
 In (https://core.telegram.org/bots/api#getupdates):
-- ``getUpdates`` with a 30 s long poll, the socket timeout above it, ``allowed_updates``
+- ``getUpdates`` with a 30 s long poll (its answer due within ``TG_POLL_DEADLINE_MS``), ``allowed_updates``
   set, at most ``TG_POLL_LIMIT`` updates per answer (bounds the response buffer; an
   answer over it is asked for again one update at a time, and a single update over it is
   skipped, its sender told).
@@ -42,6 +42,11 @@ Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
   of the wrong type): back off 1 s doubling to 60 s. None of them ends the I/O thread.
   A reply chunk is tried at most ``TG_SEND_TRIES`` times (any failure counts; a 4xx other
   than 429 drops it at once), then dropped, logged.
+- Deadlines: every call is over within ``TG_CALL_DEADLINE_MS`` (connection included), the
+  long poll within ``TG_POLL_DEADLINE_MS``, however slowly the server trickles; and a
+  ``tick`` that has spent ``TG_CALL_DEADLINE_MS`` leaves the rest (next poll, sends,
+  typing) to the next pass. So one pass of the I/O loop stays well under the watchdog's
+  ``APP_WDT_TIMEOUT_MS`` (connection set-up is bounded by ``HTTP_CONNECT_TIMEOUT_MS``).
 """
 import json
 
@@ -121,18 +126,19 @@ class Telegram:
         self.typing = {}
         self.told = {}
         self.quiet = False  # the missing token was logged
+        self.t0 = 0  # ticks_ms when the tick under way began
 
     # -- the wire (https://core.telegram.org/bots/api#making-requests) ----------------
 
     def token(self):
         return config.get("tg_token")
 
-    def _post(self, method, params, buf, timeout_ms):
+    def _post(self, method, params, buf, deadline_ms):
         from mimi.net import http
 
         return http.start("POST", "%s/bot%s/%s" % (config.get("tg_api_base").rstrip("/"), self.token(), method),
-                          {"Content-Type": "application/json"}, json.dumps(params or {}), timeout_ms=timeout_ms,
-                          buf=buf, deadline_ms=timeout_ms + config.TG_SEND_TIMEOUT_MS)
+                          {"Content-Type": "application/json"}, json.dumps(params or {}),
+                          timeout_ms=config.TG_SEND_TIMEOUT_MS, buf=buf, deadline_ms=deadline_ms)
 
     def call(self, method, params=None, want_result=False):
         """POST ``method`` with ``params`` (dict) as JSON. Returns the ``result`` when
@@ -140,7 +146,7 @@ class Telegram:
         whatever its size (sendMessage echoes the whole message, which need not be read).
         Raises ``TgError`` (not 200), ``OSError`` (network, or an answer that is not the
         Bot API's JSON), ``ValueError`` (a malformed ``tg_api_base``)."""
-        r = self._post(method, params, self.bufs[1], config.TG_SEND_TIMEOUT_MS).finish()
+        r = self._post(method, params, self.bufs[1], config.TG_CALL_DEADLINE_MS).finish()
         if r.status != 200:
             raise _error(r)
         if not want_result:
@@ -154,7 +160,7 @@ class Telegram:
         every update below ``offset`` to Telegram."""
         return self._post("getUpdates", {"offset": offset, "timeout": timeout_s, "limit": limit,
                                          "allowed_updates": ("message", "edited_message", "callback_query")},
-                          self.bufs[0], config.TG_POLL_SOCKET_MS)
+                          self.bufs[0], config.TG_POLL_DEADLINE_MS)
 
     def updates(self, pending):
         """A poll's answer: the list of updates, or the start of the answer (bytes) when it
@@ -198,8 +204,13 @@ class Telegram:
         self.held = None
         self.save_offset(force=True)
 
+    def _late(self):
+        """True once this tick has spent ``TG_CALL_DEADLINE_MS``: the rest waits a pass."""
+        return seam.ticks_diff(seam.ticks_ms(), self.t0) > config.TG_CALL_DEADLINE_MS
+
     def tick(self, now_ms):
         """One step: poll, send, typing, offset. Returns True when something was done."""
+        self.t0 = seam.ticks_ms()
         token = self.api.token()
         if not token:
             if not self.quiet:
@@ -237,13 +248,16 @@ class Telegram:
             if not commands.allowed():
                 print("\n" + commands.text("banner", me.get("username"), commands.new_code()))
         busy = self._poll(now_ms)
-        busy = self._send(now_ms) or busy
-        if self.typing and seam.ticks_diff(now_ms, self.typing_at) >= 0 <= seam.ticks_diff(now_ms, self.send_at):
+        busy = not self._late() and self._send(now_ms) or busy
+        if self.typing and seam.ticks_diff(now_ms, self.typing_at) >= 0 <= seam.ticks_diff(now_ms, self.send_at) \
+                and not self._late():
             self.typing_at = seam.ticks_add(now_ms, config.TG_TYPING_EVERY_MS)  # Telegram shows it 5 s
             for cid in list(self.typing):
                 if seam.ticks_diff(now_ms, self.typing[cid]) > config.TG_TYPING_MAX_MS:
                     del self.typing[cid]  # nobody ended it
                     continue
+                if self._late():
+                    break
                 try:
                     self.api.call("sendChatAction", {"chat_id": cid, "action": "typing"})
                 except Exception as e:  # noqa: BLE001 - refused: no more typing for that chat
@@ -263,7 +277,7 @@ class Telegram:
             elif code == 409 and "webhook" in msg.lower():
                 log.warn("tg", "deleteWebhook")
                 try:
-                    self.api.call("deleteWebhook")
+                    self._late() or self.api.call("deleteWebhook")
                 except Exception:  # noqa: BLE001 - the next poll tells
                     pass
                 wait = config.TG_BACKOFF_MIN_MS
@@ -281,7 +295,7 @@ class Telegram:
 
     def _poll(self, now):
         if self.poll is None:
-            if seam.ticks_diff(now, self.poll_at) < 0:
+            if seam.ticks_diff(now, self.poll_at) < 0 or self._late():
                 return False
             try:
                 self.poll = self.api.start_poll(self.offset, config.TG_POLL_TIMEOUT_S, self.limit)
