@@ -30,7 +30,7 @@ calls with an error (429 carries ``parameters.retry_after``); ``drop(method)`` c
 connection without an answer; ``answer_raw(method, status, body, ...)`` answers with these
 exact body bytes (a proxy's HTML page, JSON of the wrong shape), optionally one byte every
 ``gap_s`` seconds (a server that trickles); ``set_webhook(url)`` makes ``getUpdates``
-answer 409.
+answer 409. Updates are written with ``update_id`` first, as Telegram writes them.
 
 Reading: ``calls`` (every request, as ``Call(method, params, status, result)``), ``sent``
 (the successful ones other than getUpdates), ``texts(chat_id)``, ``commands``,
@@ -257,7 +257,10 @@ class FakeTelegram:
         """Queue an update (a dict with one update kind); its ``update_id`` is assigned here."""
         with self._cond:
             self._next_update_id += 1
-            update = dict(update, update_id=self._next_update_id)
+            u = {"update_id": self._next_update_id}  # first, as Telegram writes it
+            u.update(update)
+            u["update_id"] = self._next_update_id
+            update = u
             self._updates.append(update)
             self._cond.notify_all()
         return update

@@ -97,3 +97,22 @@ def test_a_trickling_poll_gives_up_at_its_deadline():
         assert tg.poll is None
     finally:
         _restore()
+
+
+def test_an_update_over_the_poll_buffer_is_skipped_and_the_next_one_handled():
+    _set(TG_POLL_TIMEOUT_S=1)
+    try:
+        b, tg = _channel(("42", "43"))
+        got = []
+
+        def done():
+            m = b.inbound.get(0)
+            if m is not None:
+                got.append(m)
+            return got and not tg.outq
+
+        _run_until(tg, done)
+        assert [(m["chat_id"], m["text"]) for m in got] == [("43", "after")]
+        assert tg.errors == 0
+    finally:
+        _restore()

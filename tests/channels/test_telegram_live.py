@@ -1,5 +1,6 @@
 """The Telegram channel's real wire against the fake Bot API primed with faults: answers
-that are not the Bot API's JSON, answers that trickle in (host only; each case of
+that are not the Bot API's JSON, answers that trickle in, an update over the poll buffer
+(host only; each case of
 ``cases_tg_live.py`` runs under CPython in process and under MicroPython).
 """
 import os
@@ -20,7 +21,13 @@ def _garbage(fake):
     fake.inject_text(42, "hello")
 
 
+def _big(fake):
+    fake.inject_text(42, "\u0436" * 4000)  # 24 KB as Telegram writes it (non-ASCII escaped)
+    fake.inject_text(43, "after")
+
+
 PREPARE = {
+    "test_an_update_over_the_poll_buffer_is_skipped_and_the_next_one_handled": _big,
     "test_garbage_answers_then_the_message_arrives": _garbage,
     "test_a_trickling_send_gives_up_at_the_deadline":
         lambda fake: fake.answer_raw("sendMessage", 200, SLOW_OK, gap_s=0.05),
@@ -29,6 +36,8 @@ PREPARE = {
 }
 
 CHECK = {
+    "test_an_update_over_the_poll_buffer_is_skipped_and_the_next_one_handled":
+        lambda fake: len(fake.texts(42)) == 1 and "too long" in fake.texts(42)[0] and not fake.pending(),
     "test_a_trickling_send_gives_up_at_the_deadline": lambda fake: fake.texts(42) == ["x"],
 }
 

@@ -244,3 +244,35 @@ def test_a_tick_that_took_long_leaves_sends_and_typing_to_the_next_pass():
         assert w.count("sendMessage") == 1 and w.count("sendChatAction") == 1 and w.count("getUpdates") == n + 1
     finally:
         config.TG_CALL_DEADLINE_MS = keep
+
+
+def test_an_answer_over_the_poll_buffer_is_skipped_by_the_id_it_starts_with():
+    b, tg, w = setup(allowed=("42", "43"))
+    big = _update(8000, 42, "\\u0436" * 4000)  # 24 KB as Telegram writes it: over the 16 KB buffer
+    w.queue("getUpdates", 200, b'{"ok":true,"result":[' + big + b"," + _update(8001, 43, "small") + b"]}")
+    w.queue("getUpdates", 200, b'{"ok":true,"result":[' + big + b"]}")  # asked again one at a time
+    w.queue("getUpdates", 200, b'{"ok":true,"result":[' + _update(8001, 43, "small") + b"]}")
+    t = seam.ticks_ms()
+    for i in range(6):
+        tg.tick(t + i)
+    m = b.inbound.get(0)
+    assert m is not None and m["text"] == "small" and m["chat_id"] == "43"
+    assert tg.offset == 8002 and tg.errors == 0
+    told = [p for m, p in w.calls if m == "sendMessage"]
+    assert len(told) == 1 and told[0]["chat_id"] == "42" and "too long" in told[0]["text"]
+    offsets = [p["offset"] for m, p in w.calls if m == "getUpdates"]
+    assert offsets[:4] == [0, 0, 8001, 8002], offsets
+
+
+def test_the_id_of_an_update_over_the_buffer_is_looked_for_past_its_start():
+    b, tg, w = setup()
+    big = (b'{"ok":true,"result":[{"message":{"message_id":1,"from":{"id":42,"first_name":"A"},'
+           b'"chat":{"id":42,"type":"private"},"date":1,"caption":"' + b"y" * 2000 + b'"},"update_id":8100,'
+           b'"padding":"' + b"z" * 20000 + b'"}]}')
+    w.queue("getUpdates", 200, big)
+    w.queue("getUpdates", 200, big)
+    t = seam.ticks_ms()
+    for i in range(4):
+        tg.tick(t + i)
+    assert tg.offset == 8101 and tg.errors == 0
+    assert [p["offset"] for m, p in w.calls if m == "getUpdates"][:3] == [0, 0, 8101]

@@ -11,7 +11,7 @@ In (https://core.telegram.org/bots/api#getupdates):
 - ``getUpdates`` with a 30 s long poll (its answer due within ``TG_POLL_DEADLINE_MS``), ``allowed_updates``
   set, at most ``TG_POLL_LIMIT`` updates per answer (bounds the response buffer; an
   answer over it is asked for again one update at a time, and a single update over it is
-  skipped, its sender told).
+  skipped, its sender told: its id is looked for anywhere in the kept part).
 - No answer twice: updates are acted on only after the next poll, which carries the new
   offset and so confirms them to Telegram, has been sent. Confirmed updates are gone
   from Telegram for good, so a reboot cannot bring them back, and a handling failure
@@ -163,14 +163,14 @@ class Telegram:
                           self.bufs[0], config.TG_POLL_DEADLINE_MS)
 
     def updates(self, pending):
-        """A poll's answer: the list of updates, or the start of the answer (bytes) when it
-        did not fit the poll buffer. Raises ``TgError``, ``OSError`` (also for an answer
+        """A poll's answer: the list of updates, or the start of the answer (the poll
+        buffer, a bytearray; read it before the next poll) when it did not fit. Raises ``TgError``, ``OSError`` (also for an answer
         whose ``result`` is not a list)."""
         r = pending.finish()
         if r.status != 200:
             raise _error(r)
         if r.truncated:
-            return bytes(r.body[:512])
+            return self.bufs[0]  # full: the kept start of the answer
         res = _result(r)
         if not isinstance(res, list):
             raise OSError("bad answer")
@@ -319,18 +319,25 @@ class Telegram:
         except Exception as e:  # noqa: BLE001 - TgError, OSError: back off, never end the thread
             self._fail(e, now)
             return False
-        if isinstance(got, bytes):  # over the poll buffer: one at a time, then skip it
+        if not isinstance(got, list):  # over the poll buffer: one at a time, then skip it
             if self.limit > 1:
                 self.limit = 1
             else:
-                ids = []  # the update's id, then its chat's: the numbers after these keys
+                ids = []  # the update's id, then its chat's: the number after each key, anywhere in what was kept
                 for key in (b'"update_id":', b'"chat":{"id":'):
-                    i = got.find(key) + len(key)
+                    i = got.find(key)
+                    j = k = i + len(key)
+                    while i >= 0 and k < len(got) and got[k] in b"-0123456789":
+                        k += 1
                     try:
-                        ids.append(int(got[i:got.find(b",", i)]) if i >= len(key) else None)
+                        ids.append(int(got[j:k]) if i >= 0 else None)
                     except ValueError:
                         ids.append(None)
                 i, chat = ids
+                if i is None and chat is not None and self.offset:
+                    # An update whose id comes after the cut (not Telegram's order): confirm
+                    # one id at a time; no update is pending below it, so none is lost.
+                    i = self.offset
                 if i is None:
                     self._fail(OSError("too big"), now)
                     return False
