@@ -394,3 +394,15 @@ def test_garbage_over_the_buffer_without_an_update_is_not_skipped_past():
     tg.tick(now + 3 + config.TG_BACKOFF_MIN_MS + 1)
     assert api.polls[-1].offset == start
 
+
+def test_a_repeated_update_is_handled_once():
+    b, api, tg, now = setup()
+    u = tgfake.text_update(42, "once")
+    api.answer(u, u)  # twice in one answer
+    tg.tick(now + 1)
+    api.answer(u)  # and again later, below the offset
+    tg.tick(now + 2)
+    api.answer(tgfake.text_update(42, "next"))
+    tg.tick(now + 3)
+    tg.tick(now + 4)
+    assert [m["text"] for m in inbound(b)] == ["once", "next"]

@@ -20,6 +20,7 @@ In (https://core.telegram.org/bots/api#getupdates):
   ``TG_OFFSET_SAVE_MS``, and at ``stop()``; an older stored offset is harmless
   (confirmed updates are not redelivered). The cost: a crash between the confirming
   poll and the hand-over to the agent loses that message (at most once, never twice).
+  An update whose id is below the offset (sent again, or twice in one answer) is ignored.
 - Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
   ``TG_DENY_CHATS_MAX`` chats remembered), or pairs by sending the console's one-time
@@ -350,14 +351,16 @@ class Telegram:
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.limit = config.TG_POLL_LIMIT
         if got:
-            last = self.offset - 1
+            keep = []  # Telegram sends ids in ascending order: an id below the offset is a repeat
             for u in got:
                 i = u.get("update_id") if isinstance(u, dict) else None
-                if isinstance(i, int) and i > last:
-                    last = i
+                if isinstance(i, int) and i >= self.offset:
+                    self.offset = i + 1
+                    keep.append(u)
+                else:
+                    log.warn("tg", "ignored %s", i)
             self.unsaved += len(got)
-            self.offset = last + 1
-            self.held = got
+            self.held = keep
         return self._poll(now)  # at once: the next poll, which confirms these
 
     def _handle(self, u, now):
