@@ -116,3 +116,15 @@ def test_an_update_over_the_poll_buffer_is_skipped_and_the_next_one_handled():
         assert tg.errors == 0
     finally:
         _restore()
+
+
+def test_replies_that_render_empty_still_say_something():
+    _set(TG_POLL_TIMEOUT_S=1)
+    try:
+        b, tg = _channel()
+        for t in ("```\n```", "\u2028", "# \n## \n", "\u2028\u3000\u00a0"):
+            tg.deliver({"channel": "telegram", "chat_id": "42", "text": t, "kind": "text"})
+        _run_until(tg, lambda: not tg.outq)
+        assert tg.dropped == 0
+    finally:
+        _restore()

@@ -1,6 +1,6 @@
 """The Telegram channel's real wire against the fake Bot API primed with faults: answers
-that are not the Bot API's JSON, answers that trickle in, an update over the poll buffer
-(host only; each case of
+that are not the Bot API's JSON, answers that trickle in, an update over the poll buffer,
+replies that render to empty text (host only; each case of
 ``cases_tg_live.py`` runs under CPython in process and under MicroPython).
 """
 import os
@@ -27,6 +27,7 @@ def _big(fake):
 
 
 PREPARE = {
+    "test_replies_that_render_empty_still_say_something": lambda fake: None,
     "test_an_update_over_the_poll_buffer_is_skipped_and_the_next_one_handled": _big,
     "test_garbage_answers_then_the_message_arrives": _garbage,
     "test_a_trickling_send_gives_up_at_the_deadline":
@@ -36,6 +37,8 @@ PREPARE = {
 }
 
 CHECK = {
+    "test_replies_that_render_empty_still_say_something":
+        lambda fake: fake.texts(42) == ["```\n```", "(no reply)", "# \n##", "(no reply)"],
     "test_an_update_over_the_poll_buffer_is_skipped_and_the_next_one_handled":
         lambda fake: len(fake.texts(42)) == 1 and "too long" in fake.texts(42)[0] and not fake.pending(),
     "test_a_trickling_send_gives_up_at_the_deadline": lambda fake: fake.texts(42) == ["x"],

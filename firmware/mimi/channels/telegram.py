@@ -35,7 +35,9 @@ In (https://core.telegram.org/bots/api#getupdates):
 Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
 - Markdown from the agent is split at 4096 UTF-16 units (``tgformat.split``) and each
   chunk sent as HTML; when Telegram answers "can't parse entities" that chunk is sent
-  once more as plain text. "message is too long" splits the chunk in half once.
+  once more as plain text. "message is too long" splits the chunk in half once. "message
+  text is empty" (an empty code block; only spaces Telegram trims, which MicroPython's
+  ``str.strip`` does not know) sends it as plain text, then as "(no reply)".
 - ``typing``/``idle`` bus messages: ``sendChatAction`` typing every ~4 s in between.
 - 429: wait ``parameters.retry_after``; 409: logged with what to do, backed off (a
   webhook is removed); 401: the token is wrong, long back-off; network errors, 5xx and
@@ -450,10 +452,15 @@ class Telegram:
                 self.typing_at = seam.ticks_add(now, -1000)  # due now
         elif kind == "idle":
             self.typing.pop(cid, None)
-        elif (msg.get("text") or "").strip():
+        else:
+            t = msg.get("text") or ""
+            if not t.strip():  # a blank note is nothing; a blank reply says so
+                if kind != "text":
+                    return True
+                t = "(no reply)"
             if len(self.outq) >= config.TG_OUTQ_MAX:
                 return False
-            self.queue_text(cid, msg["text"])
+            self.queue_text(cid, t)
         return True
 
     def _send(self, now):
@@ -473,6 +480,10 @@ class Telegram:
             item[2] = count = count + 1
             if code == 400 and "parse" in msg and not mode:  # "can't parse entities"
                 item[3] = 1
+            elif code == 400 and "empty" in msg and mode < 2:  # "message text is empty": as typed,
+                if mode:  # then a line that says so (an empty code block, only Unicode spaces)
+                    item[1] = "(no reply)"
+                item[3] = mode + 1
             elif code == 400 and "too long" in msg and mode < 2:
                 q.pop(0)
                 for c in reversed(tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)):
