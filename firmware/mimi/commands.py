@@ -94,12 +94,21 @@ def heap():
     return "heap: n/a" if free is None else "heap: %d B used, %d B free" % (seam.mem_alloc() or 0, free)
 
 
+def plain(s):
+    """True when ``s`` has no control characters (line breaks, tabs, NUL, DEL): settings
+    end up in HTTP headers and URLs, where a line break would start a header of its own."""
+    for ch in s:
+        if ch < " " or ch == "\x7f":
+            return False
+    return True
+
+
 def model(name=None):
     """Show the model, or set it to ``name`` (kept across reboots)."""
     from mimi import llm
 
     name = str(name or "").strip()
-    if not name or " " in name:
+    if not name or " " in name or not plain(name):
         return text("model_bad" if name else "model", config.get("model") or "default", config.get("provider"))
     try:
         llm.switch(model=name)
