@@ -1,7 +1,9 @@
 # Starts the assistant's threads, then returns so the REPL on the serial console stays live.
 try:
-    from mimi import app as _app
+    from mimi import app as _app, boot as _boot
 
+    if not _boot.state["safe"]:
+        _boot.app_running(True)  # from here an unasked-for reset counts as a crash (mimi.boot)
     if _app.init():
         _app.start()
 except KeyboardInterrupt:

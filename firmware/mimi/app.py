@@ -195,8 +195,11 @@ def _alive():
 
 
 def _stopped():
-    """Both threads ended: the app is stopped. A started watchdog cannot be stopped: a
-    small thread keeps feeding it until the app starts again."""
+    """Both threads ended: the app is stopped (cleanly: a reset now is no crash). A started
+    watchdog cannot be stopped: a small thread keeps feeding it until the app starts again."""
+    from mimi import boot
+
+    boot.app_running(False)
     with _lock:
         state["running"] = False
         if state["wdt"] and not state["feeder"]:
@@ -234,6 +237,7 @@ def start():
         return False
     state["stop"] = state["healthy"] = False
     state["running"] = True
+    boot.app_running(True)  # an unasked-for reset from now on is a crash (boot.check_safe_mode)
     state["started_ms"] = _beat["agent"] = seam.ticks_ms()
     _spawn("agent")
     _spawn("io")
@@ -254,6 +258,9 @@ def stop(timeout_ms=None):
     so while the app is stopped a small thread keeps feeding it.
     """
     if not state["running"]:
+        from mimi import boot
+
+        boot.app_running(False)  # also Ctrl-C while /main.py was starting it
         return True
     state["stop"] = True
     t0 = seam.ticks_ms()

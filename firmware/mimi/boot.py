@@ -1,13 +1,15 @@
 """Board bring-up, called by ``/boot.py``: safe mode, WiFi, clock. Never raises.
 
-- Safe mode: when the flag file ``BOOT_SAFE_FLAG`` exists, or the last
-  ``BOOT_CRASH_LIMIT`` boots all came from an unasked-for reset (panic, watchdog, the
-  app's own reset) before the app ran ``BOOT_HEALTHY_MS`` (a reset loop), boot stops
-  here: no WiFi, no app, just the REPL to repair things (``cli.safe_mode('off')``, then
-  ``cli.restart()``). Boots are counted in RTC memory, which survives a reset but not a
-  power cut; the app clears
-  the count once it has run healthy. Soft resets (Ctrl-D, mpremote) and power-ons do not
-  count.
+- Safe mode: when the flag file ``BOOT_SAFE_FLAG`` exists, or the app crashed
+  ``BOOT_CRASH_LIMIT`` times in a row before it ran ``BOOT_HEALTHY_MS`` (a reset loop),
+  boot stops here: no WiFi, no app, just the REPL to repair things
+  (``cli.safe_mode('off')``, then ``cli.restart()``). A crash is a boot from an unasked-for
+  reset (panic, watchdog, the app's own reset) while the app was running: ``/main.py``
+  and ``app.start()`` mark it running, a clean ``app.stop()`` and every boot unmark it.
+  So boots where the app never ran do not count: mpremote's soft resets run ``/boot.py``
+  but not ``/main.py``, and a reset while the assistant was stopped is not a crash.
+  Count and mark live in RTC memory, which survives a reset but not a power cut; the app
+  clears the count once it has run healthy. Soft resets and power-ons never count.
 - WiFi: ``NetKeeper`` connects, for ``BOOT_WIFI_TRIES`` attempts' time at boot, then in
   the I/O thread it keeps trying with backoff (2 s doubling to 5 min) and never gives up
   (MimiClaw stops after 10 tries), and reconnects when the link drops.
@@ -25,33 +27,43 @@ state = {"safe": False, "reason": "", "crashes": 0}
 # -- crash counting and safe mode --------------------------------------------------------
 
 
-def crashes():
-    """Boots in a row that ended before the app was healthy (int)."""
+def _load():
+    """(crashes in a row, app running) from RTC memory: ``b"mimi:<n>:<0|1>"``."""
     try:
         m = bytes(seam.rtc_memory() or b"")
-        return int(m[5:]) if m[:5] == b"mimi:" else 0
+        if m[:5] == b"mimi:":
+            n, _, r = m[5:].partition(b":")
+            return int(n), r == b"1"
     except Exception:  # noqa: BLE001 - garbage (or no RTC memory): no count
-        return 0
+        pass
+    return 0, False
 
 
-def _store(n):
+def _store(n, running):
     try:
-        seam.rtc_memory(b"mimi:%d" % n)
+        seam.rtc_memory(b"mimi:%d:%d" % (n, 1 if running else 0))
     except Exception:  # noqa: BLE001 - no RTC memory: no count (never safe mode by crashes)
         pass
 
 
-def note_boot():
-    """Count this boot as unhealthy until ``clear_crashes()``; return the new count."""
-    n = crashes() + 1
-    _store(n)
-    return n
+def crashes():
+    """Crashes of the running app in a row, not yet cleared by a healthy run (int)."""
+    return _load()[0]
+
+
+def app_running(on):
+    """Mark the app running (``/main.py``, ``app.start()``: an unasked-for reset from now on
+    is a crash) or stopped cleanly (``app.stop()``)."""
+    n, r = _load()
+    if r != bool(on):
+        _store(n, on)
 
 
 def clear_crashes():
     """The app ran healthy (or a deliberate restart): the count starts again at 0."""
-    if crashes():
-        _store(0)
+    n, r = _load()
+    if n:
+        _store(0, r)
 
 
 def safe_flag():
@@ -75,21 +87,27 @@ def set_safe_flag(on):
         os.remove(p)
     except OSError:
         pass
-    _store(0)
+    _store(0, False)
 
 
 def check_safe_mode(cause=None):
     """Decide whether this boot stops before the app; sets ``state``. Returns True for safe mode.
 
-    ``cause``: ``seam.reset_cause()`` (default). Only a reset the owner did not ask for
-    gets counted (see ``note_boot``): "hard" (a panic, the app's own reset after repeated
-    failures, the reset pin) or "watchdog". A soft reset (Ctrl-D, mpremote deploys) leaves
-    the count alone; a power-on starts it at 0 (the device's RTC memory is blank then).
+    ``cause``: ``seam.reset_cause()`` (default). A crash is counted when the app was running
+    (``app_running``) and the reset was not asked for: "hard" (a panic, the app's own
+    reset after repeated failures, the reset pin) or "watchdog". Boots where the app never
+    ran (mpremote's soft resets run ``/boot.py`` only) and soft resets leave the count
+    alone; a power-on starts it at 0 (the device's RTC memory is blank then). The app is
+    not running at boot: the mark is cleared.
     """
     cause = cause or seam.reset_cause()
+    n, ran = _load()
     if cause == "power":
-        clear_crashes()
-    n = state["crashes"] = crashes()
+        n = 0
+    elif ran and cause in ("hard", "watchdog"):
+        n += 1
+    _store(n, False)
+    state["crashes"] = n
     state["safe"] = True
     if safe_flag():
         state["reason"] = commands.text("safe_flag", config.BOOT_SAFE_FLAG)
@@ -98,8 +116,6 @@ def check_safe_mode(cause=None):
     else:
         state["safe"] = False
         state["reason"] = ""
-        if cause in ("hard", "watchdog"):
-            state["crashes"] = note_boot()
     return state["safe"]
 
 

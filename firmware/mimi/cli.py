@@ -79,6 +79,9 @@ def _do(name, x, a):
     group, _, verb = name.partition("_")
     rows = []  # what a listing command prints, one line each
     if group == "set":
+        for v in a:
+            if not commands.plain(str(v)):
+                raise ValueError(commands.text("ctrl", verb))
         if verb == "wifi":
             config.set("wifi_ssid", x)
             config.set("wifi_pass", a[1] if len(a) > 1 else "")

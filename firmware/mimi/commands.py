@@ -11,9 +11,12 @@ Access: closed by default. A chat reaches the agent only when its id is in the s
 ``allowed_chats`` (comma-separated ids; groups have negative ids). The owner allows a
 chat on the serial console (``allow <id>``) or by sending, from that chat, the one-time
 pairing code the console prints (``new_code``; void after ``TG_PAIR_TRIES`` wrong
-tries, so it cannot be guessed). The first chat allowed becomes the owner
-(``owner_chat``), who gets heartbeat reports. Ids are kept as text: Telegram ids exceed
-32 bits. (The rate limit on replies to strangers is the Telegram channel's.)
+tries, so it cannot be guessed). The first private chat allowed becomes the owner
+(``owner_chat``; a group never does: its members are many), who gets heartbeat reports
+and is the only chat that may change the board-wide LLM settings (``/model <name>``,
+``/provider <name>``; the serial console may too; anyone allowed may look). Ids are kept
+as text: Telegram ids exceed 32 bits. (The rate limit on replies to strangers is the
+Telegram channel's.)
 
 The wording lives in ``texts.md`` beside this module, read when needed (``text``): help
 pages, the command menu, replies, the heartbeat prompt. Code holds only short strings
@@ -91,12 +94,21 @@ def heap():
     return "heap: n/a" if free is None else "heap: %d B used, %d B free" % (seam.mem_alloc() or 0, free)
 
 
+def plain(s):
+    """True when ``s`` has no control characters (line breaks, tabs, NUL, DEL): settings
+    end up in HTTP headers and URLs, where a line break would start a header of its own."""
+    for ch in s:
+        if ch < " " or ch == "\x7f":
+            return False
+    return True
+
+
 def model(name=None):
     """Show the model, or set it to ``name`` (kept across reboots)."""
     from mimi import llm
 
     name = str(name or "").strip()
-    if not name or " " in name:
+    if not name or " " in name or not plain(name):
         return text("model_bad" if name else "model", config.get("model") or "default", config.get("provider"))
     try:
         llm.switch(model=name)
@@ -171,6 +183,8 @@ def run(text_, channel, chat_id):
         return text(name)
     if name == "status":
         return status()
+    if name in ("model", "provider") and arg and channel != "cli" and str(chat_id) != owner():
+        return text("owner_only", name)  # board-wide settings: the owner's
     if name == "model":
         return model(arg)
     if name == "provider":
@@ -211,12 +225,16 @@ def is_allowed(chat_id):
 
 
 def owner():
-    """The owner's chat id (str): the setting, else the first allowed chat, else ''."""
-    return config.get("owner_chat") or (allowed() + [""])[0]
+    """The owner's chat id (str): the setting, else the first allowed private chat, else ''."""
+    o = config.get("owner_chat")
+    for c in [] if o else allowed():
+        if c[0] != "-":  # groups have negative ids
+            return c
+    return o
 
 
 def allow(chat_id):
-    """Allow ``chat_id``; the first chat allowed becomes the owner. Returns a message.
+    """Allow ``chat_id``; the first private chat allowed becomes the owner. Returns a message.
 
     Raises ``ValueError`` for a malformed id or a full list (the setting holds 512 bytes).
     """
@@ -225,7 +243,7 @@ def allow(chat_id):
     if cid in ids:
         return text("allowed", cid, "already ")
     config.set("allowed_chats", ",".join(ids + [cid]))  # ValueError when over the store's limit
-    if config.get("owner_chat"):
+    if config.get("owner_chat") or cid[0] == "-":
         return text("allowed", cid, "")
     config.set("owner_chat", cid)
     return text("owner", cid)
@@ -240,7 +258,8 @@ def deny(chat_id):
     ids.remove(cid)
     config.set("allowed_chats", ",".join(ids))
     if config.get("owner_chat") == cid:
-        config.set("owner_chat", (ids + [""])[0])
+        config.set("owner_chat", "")
+        config.set("owner_chat", owner())  # the next private chat, if any
     return text("denied", cid, owner() or "nobody")
 
 

@@ -77,10 +77,11 @@ APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools",
 
 # -- telegram (mimi/channels/telegram.py; issue 5) -------------------------------------
 TG_POLL_TIMEOUT_S = const(30)  # getUpdates long poll
-TG_POLL_SOCKET_MS = const(45000)  # socket timeout, above the long poll
+TG_POLL_DEADLINE_MS = const(40000)  # the long poll's whole exchange: 30 s of waiting, then the answer
 TG_POLL_LIMIT = const(4)  # updates per poll: bounds the response size
 TG_POLL_BUF_BYTES = const(16384)  # getUpdates response buffer, allocated once
-TG_SEND_TIMEOUT_MS = const(15000)
+TG_SEND_TIMEOUT_MS = const(15000)  # each read of an answer
+TG_CALL_DEADLINE_MS = const(20000)  # any other call, whole; and a tick's time before it leaves the rest
 TG_SEND_BUF_BYTES = const(1024)  # other responses: only ok/error matter
 TG_SEND_TRIES = const(5)  # a chunk that fails this often (network) is dropped, logged
 TG_OUTQ_MAX = const(24)  # message chunks waiting to be sent

@@ -12,12 +12,15 @@ due jobs into inbound messages::
     {"channel": "cron", "chat_id": <the job's chat>, "session": "cron_<id>",
      "text": "[scheduled job j3, daily at 08:00 (local); your reply goes to this chat] <the
      job's text>", "job": "j3",
-     "reply_channel": <the job's channel: "telegram" or "cli">}
+     "reply_channel": <the job's channel: "telegram" or "cli">,
+     "is_group": <true when the job was made in a group chat (its "is_group")>}
 
 (the wording is the ``cron`` text of texts.md), so each job talks in its own session and
 the reply reaches the chat the job names (a numeric chat id: Telegram; the console's id:
-the console). A job is marked run only once it is on the bus; when the bus is full it
-stays due and goes at the next tick.
+the console). A job made in a group chat runs with that group's tool limits
+(``is_group``, read by ``mimi.agent.loop.denied_groups``), whatever chat it reports to. A
+job is marked run only once it is on the bus; when the bus is full it stays due and goes
+at the next tick.
 
 Heartbeat: every 30 minutes, a look at ``/data/HEARTBEAT.md``. When the file has open
 tasks, the agent gets them as one inbound message (channel ``heartbeat``, to the owner's
@@ -67,7 +70,8 @@ class Cron:
                 if not self.bus.inbound.put({"channel": "cron", "chat_id": str(job.get("chat_id")),
                                              "session": sessions.key_for("cron", jid),
                                              "text": commands.text("cron", jid, when, job.get("text", "")),
-                                             "job": jid, "reply_channel": job.get("channel") or "telegram"}):
+                                             "job": jid, "reply_channel": job.get("channel") or "telegram",
+                                             "is_group": job.get("is_group") is True}):
                     log.warn("cron", "busy: %s", jid)  # stays due: the next tick
                     break
                 n += 1

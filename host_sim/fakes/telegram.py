@@ -27,7 +27,10 @@ What it does, as https://core.telegram.org/bots/api describes:
 
 Faults: ``fail(method, code, description, retry_after=None, times=1)`` answers the next
 calls with an error (429 carries ``parameters.retry_after``); ``drop(method)`` closes the
-connection without an answer; ``set_webhook(url)`` makes ``getUpdates`` answer 409.
+connection without an answer; ``answer_raw(method, status, body, ...)`` answers with these
+exact body bytes (a proxy's HTML page, JSON of the wrong shape), optionally one byte every
+``gap_s`` seconds (a server that trickles); ``set_webhook(url)`` makes ``getUpdates``
+answer 409. Updates are written with ``update_id`` first, as Telegram writes them.
 
 Reading: ``calls`` (every request, as ``Call(method, params, status, result)``), ``sent``
 (the successful ones other than getUpdates), ``texts(chat_id)``, ``commands``,
@@ -126,12 +129,16 @@ class Call:
 
 
 class _Fault:
-    def __init__(self, code, description, retry_after=None, drop=False, times=1):
+    def __init__(self, code, description, retry_after=None, drop=False, times=1, raw=None,
+                 content_type="application/json", gap_s=0.0):
         self.code = code
         self.description = description
         self.retry_after = retry_after
         self.drop = drop
         self.times = times
+        self.raw = raw  # bytes: the answer's body as it is
+        self.content_type = content_type
+        self.gap_s = gap_s
 
 
 class FakeTelegram:
@@ -219,6 +226,16 @@ class FakeTelegram:
         with self._cond:
             self._faults.setdefault(method, []).append(_Fault(0, "", drop=True, times=times))
 
+    def answer_raw(self, method, status=200, body=b"", content_type="application/json", times=1,
+                   gap_s=0.0):
+        """Answer the next ``times`` calls of ``method`` with ``status`` and exactly ``body``
+        (bytes, or str encoded as UTF-8), sent one byte every ``gap_s`` seconds when given."""
+        if isinstance(body, str):
+            body = body.encode()
+        with self._cond:
+            self._faults.setdefault(method, []).append(
+                _Fault(status, "", times=times, raw=body, content_type=content_type, gap_s=gap_s))
+
     def set_webhook(self, url="https://example.org/hook"):
         """Make a webhook active: getUpdates answers 409 until deleteWebhook."""
         self.webhook_url = url
@@ -240,7 +257,10 @@ class FakeTelegram:
         """Queue an update (a dict with one update kind); its ``update_id`` is assigned here."""
         with self._cond:
             self._next_update_id += 1
-            update = dict(update, update_id=self._next_update_id)
+            u = {"update_id": self._next_update_id}  # first, as Telegram writes it
+            u.update(update)
+            u["update_id"] = self._next_update_id
+            update = u
             self._updates.append(update)
             self._cond.notify_all()
         return update
@@ -347,9 +367,9 @@ class FakeTelegram:
 
     @property
     def sent(self):
-        """Successful calls other than getUpdates, in order."""
+        """Successful calls other than getUpdates, in order (not those ``answer_raw`` answered)."""
         with self._cond:
-            return [c for c in self.calls if c.ok and c.method != "getUpdates"]
+            return [c for c in self.calls if c.ok and c.result is not None and c.method != "getUpdates"]
 
     def texts(self, chat_id=None):
         """Texts of the messages the bot sent (to ``chat_id``), as the user sees them."""
@@ -382,6 +402,8 @@ class FakeTelegram:
         if f is not None:
             if f.drop:
                 return None
+            if f.raw is not None:
+                return f
             body = {"ok": False, "error_code": f.code, "description": f.description}
             if f.retry_after is not None:
                 body["parameters"] = {"retry_after": f.retry_after}
@@ -571,6 +593,9 @@ class _Handler(BaseHTTPRequestHandler):
             except _ApiError as e:
                 params = {}
                 res = (e.code, {"ok": False, "error_code": e.code, "description": e.description})
+            if isinstance(res, _Fault):  # answer_raw: these bytes, maybe trickling
+                self._raw(method, params, res)
+                return
             if res is None:  # drop the connection without an answer
                 with fake._cond:
                     fake.calls.append(Call(method, params, 0, None))
@@ -594,6 +619,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:
             self.close_connection = True
+
+    def _raw(self, method, params, f):
+        fake = self.fake
+        with fake._cond:
+            fake.calls.append(Call(method, params, f.code, None))
+            fake._cond.notify_all()
+        self.close_connection = True
+        try:
+            self.send_response(f.code)
+            self.send_header("Content-Type", f.content_type)
+            self.send_header("Content-Length", str(len(f.raw)))
+            self.end_headers()
+            if not f.gap_s:
+                self.wfile.write(f.raw)
+                return
+            self.wfile.flush()
+            for i in range(len(f.raw)):
+                if fake._server is None:  # stopped
+                    return
+                self.wfile.write(f.raw[i:i + 1])
+                self.wfile.flush()
+                time.sleep(f.gap_s)
+        except OSError:  # the client gave up
+            pass
 
     do_GET = _answer
     do_POST = _answer

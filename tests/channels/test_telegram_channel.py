@@ -250,8 +250,8 @@ def test_network_errors_back_off_and_finally_drop():
 
 def test_typing_every_four_seconds_until_idle():
     b, api, tg, now = setup()
-    t = seam.ticks_ms()
     tg.deliver({"channel": "telegram", "chat_id": "42", "text": "", "kind": "typing"})
+    t = seam.ticks_ms()  # after deliver, which reads the clock itself: a slow machine cannot shift it
     tg.tick(t)
     tg.tick(t + 1000)
     tg.tick(t + 3900)
@@ -348,3 +348,61 @@ def test_an_oversized_answer_goes_one_at_a_time_then_skips():
     drain(tg, now + 3)
     assert tg.offset == 5001 and api.polls[-1].offset == 5001
     assert "too long" in api.texts(42)[0]
+
+
+def test_an_oversized_update_is_found_by_its_id_anywhere_in_the_kept_part():
+    b, api, tg, now = setup()
+    pad = "x" * 3000
+    raw = ('{"ok":true,"result":[{"message":{"message_id":1,"chat":{"id":42,"type":"private"},'
+           '"date":1,"entities":[],"caption_entities":"%s"},"update_id":7000,"text":"%s' % (pad, pad)).encode()
+    api.answers.append(raw)  # the id is past the first 512 bytes, but within what was kept
+    tg.tick(now + 1)
+    api.answers.append(raw)
+    tg.tick(now + 2)
+    drain(tg, now + 3)
+    assert tg.offset == 7001 and api.polls[-1].offset == 7001
+    assert "too long" in api.texts(42)[0]
+
+
+def test_an_oversized_update_whose_id_was_cut_off_is_stepped_past():
+    b, api, tg, now = setup()
+    api.answer(tgfake.text_update(42, "first"))
+    tg.tick(now + 1)
+    start = tg.offset  # the next update's id, when Telegram numbers them one by one
+    raw = b'{"ok":true,"result":[{"message":{"message_id":9,"chat":{"id":42,"type":"private"},"text":"xxxx'
+    api.answers.append(raw)  # limit 4: asked again one at a time
+    tg.tick(now + 2)
+    api.answers.append(raw)  # still no id in what was kept: confirm the offset, tell the sender
+    tg.tick(now + 3)
+    drain(tg, now + 4)
+    assert tg.offset == start + 1 and api.polls[-1].offset == start + 1
+    assert "too long" in api.texts(42)[-1]
+    assert [m["text"] for m in inbound(b)] == ["first"]
+
+
+def test_garbage_over_the_buffer_without_an_update_is_not_skipped_past():
+    b, api, tg, now = setup()
+    api.answer(tgfake.text_update(42, "first"))
+    tg.tick(now + 1)
+    start = tg.offset
+    raw = b'{"ok":true,"result":[' + b" " * 600
+    api.answers.append(raw)
+    tg.tick(now + 2)
+    api.answers.append(raw)
+    tg.tick(now + 3)
+    assert tg.offset == start and tg.errors == 1  # a failed poll: backed off, nothing confirmed
+    tg.tick(now + 3 + config.TG_BACKOFF_MIN_MS + 1)
+    assert api.polls[-1].offset == start
+
+
+def test_a_repeated_update_is_handled_once():
+    b, api, tg, now = setup()
+    u = tgfake.text_update(42, "once")
+    api.answer(u, u)  # twice in one answer
+    tg.tick(now + 1)
+    api.answer(u)  # and again later, below the offset
+    tg.tick(now + 2)
+    api.answer(tgfake.text_update(42, "next"))
+    tg.tick(now + 3)
+    tg.tick(now + 4)
+    assert [m["text"] for m in inbound(b)] == ["once", "next"]

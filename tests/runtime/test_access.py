@@ -16,8 +16,12 @@ def test_closed_by_default_and_allow_deny():
     commands.allow("-100200")
     assert commands.allowed() == ["5", "-100200"]
     assert commands.owner() == "5"  # the first stays owner
-    assert "owner is now -100200" in commands.deny("5")
-    assert commands.allowed() == ["-100200"] and commands.owner() == "-100200"
+    commands.allow("7")
+    assert "owner is now 7" in commands.deny("5")  # the next private chat
+    assert "owner is now nobody" in commands.deny("7")  # a group never owns
+    assert commands.allowed() == ["-100200"] and commands.owner() == ""
+    assert "owner" not in commands.allow("-100300")
+    assert "owner" in commands.allow("8") and commands.owner() == "8"
     assert "was not allowed" in commands.deny("77")
     support.raises(ValueError, commands.allow, "12ab")
     support.raises(ValueError, commands.allow, "")

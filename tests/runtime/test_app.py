@@ -213,12 +213,25 @@ def test_a_stopped_app_keeps_the_watchdog_fed():
 
 def test_running_healthy_clears_the_crash_count():
     _setup(BOOT_HEALTHY_MS=200)
-    boot.note_boot()
-    boot.note_boot()
+    for _ in range(2):
+        boot.app_running(True)
+        boot.check_safe_mode("hard")
     assert boot.crashes() == 2
     app.start()
     assert _wait(lambda: boot.crashes() == 0)
     app.stop()
+
+
+def test_a_reset_counts_as_a_crash_only_while_the_app_runs():
+    _setup()
+    app.start()
+    boot.check_safe_mode("watchdog")  # as if the board reset now
+    assert boot.crashes() == 1
+    app.start()
+    app.stop()  # a clean stop
+    boot.check_safe_mode("hard")
+    assert boot.crashes() == 1
+    boot.clear_crashes()
 
 
 def test_route_heartbeat_cron_cli_and_unknown():

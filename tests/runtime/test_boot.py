@@ -17,42 +17,59 @@ def _fresh():
     ntptime.FAIL = 0
 
 
-def test_three_unhealthy_boots_in_a_row_mean_safe_mode():
+def test_three_crashes_of_the_running_app_mean_safe_mode():
     _fresh()
     assert boot.crashes() == 0
     for n in (1, 2, 3):
-        assert not boot.check_safe_mode("watchdog" if n == 2 else "hard")
-        assert boot.crashes() == n
-    assert boot.check_safe_mode("hard")  # the fourth boot stops before the app
-    assert "3 boots" in boot.state["reason"]
-    assert boot.crashes() == 3  # a safe boot is not counted
+        boot.app_running(True)  # /main.py started it
+        safe = boot.check_safe_mode("watchdog" if n == 2 else "hard")
+        assert boot.crashes() == n and safe == (n == 3)
+    assert "3 times" in boot.state["reason"]
+    assert boot.check_safe_mode("hard") and boot.crashes() == 3  # a safe boot runs no app: no count
     boot.clear_crashes()
     assert boot.crashes() == 0 and not boot.check_safe_mode("hard")
     boot.state["safe"] = False
 
 
-def test_soft_resets_and_power_ons_are_not_crashes():
+def test_boots_where_the_app_never_ran_are_not_crashes():
     _fresh()
-    for _ in range(5):  # mpremote deploys soft-reset the board again and again
-        assert not boot.check_safe_mode("soft")
+    for i in range(6):  # mpremote: a soft reset runs /boot.py, not /main.py; or a reset by its DTR line
+        assert not boot.check_safe_mode("soft" if i % 2 else "hard")
     assert boot.crashes() == 0
-    boot.check_safe_mode("hard")
-    boot.check_safe_mode("hard")
-    boot.check_safe_mode("soft")
+    boot.app_running(True)
+    boot.check_safe_mode("soft")  # Ctrl-D (or mpremote) while it ran: asked for
+    boot.check_safe_mode("hard")  # the app did not run in the boot before
+    assert boot.crashes() == 0
+    boot.app_running(True)
+    boot.app_running(False)  # app.stop(): stopped cleanly
+    assert not boot.check_safe_mode("watchdog") and boot.crashes() == 0
+
+
+def test_power_on_and_healthy_runs_reset_the_count():
+    _fresh()
+    for _ in range(2):
+        boot.app_running(True)
+        boot.check_safe_mode("hard")
     assert boot.crashes() == 2
+    boot.app_running(True)
     boot.check_safe_mode("power")  # RTC memory is blank after a power cut
     assert boot.crashes() == 0 and not boot.state["safe"]
     assert seam.reset_cause() == "power"  # the host stand-in
+    for _ in range(2):
+        boot.app_running(True)
+        boot.check_safe_mode("hard")
+    boot.app_running(True)
+    boot.clear_crashes()  # the app ran healthy: still running
+    boot.check_safe_mode("hard")
+    assert boot.crashes() == 1 and not boot.state["safe"]
 
 
-def test_healthy_runs_in_between_reset_the_count():
+def test_an_old_or_damaged_record_reads_as_no_app_running():
     _fresh()
-    boot.check_safe_mode("hard")
-    boot.check_safe_mode("hard")
-    boot.clear_crashes()  # the app ran healthy
-    boot.check_safe_mode("hard")
-    boot.check_safe_mode("hard")
-    assert not boot.state["safe"] and boot.crashes() == 2
+    seam.rtc_memory(b"mimi:2")  # the format before the running mark
+    assert boot.crashes() == 2 and not boot.check_safe_mode("hard") and boot.crashes() == 2
+    seam.rtc_memory(b"\xff\x00junk")
+    assert boot.crashes() == 0 and not boot.check_safe_mode("hard")
 
 
 def test_flag_file_means_safe_mode_and_off_clears_it():

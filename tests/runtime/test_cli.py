@@ -199,3 +199,28 @@ def test_safe_mode_flag():
     assert boot.safe_flag()
     cli.execute("safe_mode off")
     assert not boot.safe_flag()
+
+
+def test_control_characters_in_settings_are_refused():
+    _capture()
+    cli.set_base_url("http://192.168.1.20:11434/v1")
+    cli.set_model("gpt-4o")
+    keep = dict((n, config.get(n)) for n in ("base_url", "model", "tg_token", "wifi_ssid", "tz", "key_anthropic"))
+    del _lines[:]
+    cli.set_base_url("http://host/\r\nX-Evil:1")
+    cli.set_model("x\x00y")
+    cli.set_model("gpt\t4")
+    cli.set_tg_token("123456:ABCDEFG\n")
+    cli.set_api_key("sk-ant-FAKE\r\nX: y")
+    cli.set_wifi("home\x00", "pw")
+    cli.set_wifi("home", "p\nw")
+    cli.set_tz("+01:00\x7f")
+    lines = list(_lines)
+    assert len(lines) == 8, lines
+    for ln in lines:
+        assert ln.startswith("error: ") and "control characters" in ln, ln
+    assert "set_" not in lines[0] and lines[0].startswith("error: base_url:")
+    for n in keep:
+        assert config.get(n) == keep[n], n
+    assert "A model name is one word" in commands.run("/model x\ty", "cli", config.CLI_CHAT_ID)
+    assert config.get("model") == "gpt-4o"

@@ -48,6 +48,7 @@ def test_status_has_every_line():
 
 def test_run_answers_ours_and_passes_the_rest():
     support.fresh_flash()
+    commands.allow("5")  # the owner
     assert commands.run("/help", "telegram", "5").startswith("Commands:")
     assert "/new" in commands.run("/start", "telegram", "5")
     assert commands.run("/status@bot", "telegram", "5").startswith("mimi ")
@@ -64,3 +65,22 @@ def test_memory_and_new_never_raise():
     support.fresh_flash()
     assert isinstance(commands.run("/memory", "telegram", "5"), str)
     assert isinstance(commands.run("/new", "telegram", "5"), str)
+
+
+def test_only_the_owner_or_the_console_changes_the_llm_settings():
+    support.fresh_flash()
+    commands.allow("-100500")  # a group first: groups never own
+    commands.allow("5")
+    commands.allow("6")
+    assert commands.owner() == "5"
+    config.set("base_url", "http://lan:11434/v1")
+    for chat in ("-100500", "6"):  # a group member, another allowed chat
+        for cmd in ("/model@mimi_bot gpt-nonexistent", "/provider ollama", "/provider anthropic"):
+            assert "Only the owner" in commands.run(cmd, "telegram", chat), (cmd, chat)
+        assert "model:" in commands.run("/model", "telegram", chat)  # looking is fine
+        assert "provider:" in commands.run("/provider", "telegram", chat)
+    assert config.get("model") == "" and config.get("provider") == "anthropic"
+    assert config.get("base_url") == "http://lan:11434/v1"  # not wiped
+    assert commands.run("/model gpt-4o", "telegram", "5").startswith("model set to gpt-4o")
+    assert commands.run("/model claude-x", "cli", config.CLI_CHAT_ID).startswith("model set to claude-x")
+    assert config.get("model") == "claude-x"

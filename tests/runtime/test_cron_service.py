@@ -103,3 +103,18 @@ def test_a_broken_store_is_logged_not_raised():
             raise ValueError("cron.json is damaged; fix or delete it")
 
     assert cron.Cron(bus.Bus(2, 2), Broken([])).run_due(seam.time_s()) == 0
+
+
+def test_a_job_made_in_a_group_runs_with_the_groups_tool_limits():
+    support.fresh_flash()
+    from mimi.agent import loop
+
+    b = bus.Bus(4, 4)
+    grp = dict(JOB, id="j4", chat_id="-100500", is_group=True)
+    mine = dict(JOB, id="j5")
+    c = cron.Cron(b, Store([grp, mine]))
+    assert c.run_due(seam.time_s()) == 2
+    m4, m5 = b.inbound.get(0), b.inbound.get(0)
+    assert m4["job"] == "j4" and m4["is_group"] is True
+    assert sorted(loop.denied_groups(m4)) == ["cron", "file", "gpio"]
+    assert m5["is_group"] is False and loop.denied_groups(m5) == []

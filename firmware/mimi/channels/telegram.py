@@ -8,10 +8,10 @@ requests; the base is a setting, so a self-hosted Bot API server or a test fake 
 The token is part of the path: nothing here logs a URL.
 
 In (https://core.telegram.org/bots/api#getupdates):
-- ``getUpdates`` with a 30 s long poll, the socket timeout above it, ``allowed_updates``
+- ``getUpdates`` with a 30 s long poll (its answer due within ``TG_POLL_DEADLINE_MS``), ``allowed_updates``
   set, at most ``TG_POLL_LIMIT`` updates per answer (bounds the response buffer; an
   answer over it is asked for again one update at a time, and a single update over it is
-  skipped, its sender told).
+  skipped, its sender told: its id is looked for anywhere in the kept part).
 - No answer twice: updates are acted on only after the next poll, which carries the new
   offset and so confirms them to Telegram, has been sent. Confirmed updates are gone
   from Telegram for good, so a reboot cannot bring them back, and a handling failure
@@ -20,6 +20,7 @@ In (https://core.telegram.org/bots/api#getupdates):
   ``TG_OFFSET_SAVE_MS``, and at ``stop()``; an older stored offset is harmless
   (confirmed updates are not redelivered). The cost: a crash between the confirming
   poll and the hand-over to the agent loses that message (at most once, never twice).
+  An update whose id is below the offset (sent again, or twice in one answer) is ignored.
 - Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
   ``TG_DENY_CHATS_MAX`` chats remembered), or pairs by sending the console's one-time
@@ -34,11 +35,21 @@ In (https://core.telegram.org/bots/api#getupdates):
 Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
 - Markdown from the agent is split at 4096 UTF-16 units (``tgformat.split``) and each
   chunk sent as HTML; when Telegram answers "can't parse entities" that chunk is sent
-  once more as plain text. "message is too long" splits the chunk in half once.
+  once more as plain text. "message is too long" splits the chunk in half once. "message
+  text is empty" (an empty code block; only spaces Telegram trims, which MicroPython's
+  ``str.strip`` does not know) sends it as plain text, then as "(no reply)".
 - ``typing``/``idle`` bus messages: ``sendChatAction`` typing every ~4 s in between.
 - 429: wait ``parameters.retry_after``; 409: logged with what to do, backed off (a
-  webhook is removed); 401: the token is wrong, long back-off; network errors: back off
-  1 s doubling to 60 s; a reply that fails ``TG_SEND_TRIES`` times is dropped, logged.
+  webhook is removed); 401: the token is wrong, long back-off; network errors, 5xx and
+  answers that are not the Bot API's JSON (a proxy's HTML page, a list, cut JSON, fields
+  of the wrong type): back off 1 s doubling to 60 s. None of them ends the I/O thread.
+  A reply chunk is tried at most ``TG_SEND_TRIES`` times (any failure counts; a 4xx other
+  than 429 drops it at once), then dropped, logged.
+- Deadlines: every call is over within ``TG_CALL_DEADLINE_MS`` (connection included), the
+  long poll within ``TG_POLL_DEADLINE_MS``, however slowly the server trickles; and a
+  ``tick`` that has spent ``TG_CALL_DEADLINE_MS`` leaves the rest (next poll, sends,
+  typing) to the next pass. So one pass of the I/O loop stays well under the watchdog's
+  ``APP_WDT_TIMEOUT_MS`` (connection set-up is bounded by ``HTTP_CONNECT_TIMEOUT_MS``).
 """
 import json
 
@@ -59,11 +70,32 @@ class TgError(Exception):
 
 
 def _error(r):
+    """A refused call's answer as a ``TgError``. Fields of the wrong type, or an answer that
+    is not the Bot API's JSON (a proxy's page, a cut answer), fall back to the HTTP status;
+    ``retry_after`` is kept only as a number from 0 to ``TG_RETRY_AFTER_MAX_S``."""
+    code, desc, after = r.status, "HTTP %d" % r.status, None
     try:
         d = r.json()
-        return TgError(d["error_code"], d["description"], (d.get("parameters") or {}).get("retry_after"))
-    except Exception:  # noqa: BLE001 - not the Bot API's error JSON (a proxy, a cut answer)
-        return TgError(r.status, "HTTP %d" % r.status, None)
+        c, t, p = d.get("error_code"), d.get("description"), d.get("parameters")
+        if type(c) is int:
+            code = c
+        if isinstance(t, str):
+            desc = t
+        a = p.get("retry_after") if isinstance(p, dict) else None
+        if type(a) in (int, float) and a >= 0:  # not NaN; inf becomes the cap
+            after = int(min(a, config.TG_RETRY_AFTER_MAX_S))
+    except Exception:  # noqa: BLE001 - not a dict, not JSON: the status says it
+        pass
+    return TgError(code, desc, after)
+
+
+def _result(r):
+    """The ``result`` of a 200 answer; ``OSError`` when the answer is not the Bot API's
+    JSON object (HTML from a proxy, a list, ``null``, cut JSON)."""
+    try:
+        return r.json()["result"]
+    except Exception:  # noqa: BLE001 - ValueError, TypeError, KeyError: all a failed call
+        raise OSError("bad answer")
 
 
 class Telegram:
@@ -97,50 +129,55 @@ class Telegram:
         self.typing = {}
         self.told = {}
         self.quiet = False  # the missing token was logged
+        self.t0 = 0  # ticks_ms when the tick under way began
 
     # -- the wire (https://core.telegram.org/bots/api#making-requests) ----------------
 
     def token(self):
         return config.get("tg_token")
 
-    def _post(self, method, params, buf, timeout_ms):
+    def _post(self, method, params, buf, deadline_ms):
         from mimi.net import http
 
         return http.start("POST", "%s/bot%s/%s" % (config.get("tg_api_base").rstrip("/"), self.token(), method),
-                          {"Content-Type": "application/json"}, json.dumps(params or {}), timeout_ms=timeout_ms,
-                          buf=buf, deadline_ms=timeout_ms + config.TG_SEND_TIMEOUT_MS)
+                          {"Content-Type": "application/json"}, json.dumps(params or {}),
+                          timeout_ms=config.TG_SEND_TIMEOUT_MS, buf=buf, deadline_ms=deadline_ms)
 
     def call(self, method, params=None, want_result=False):
         """POST ``method`` with ``params`` (dict) as JSON. Returns the ``result`` when
         ``want_result`` (it must fit the send buffer), else True: a 200 answer is success
         whatever its size (sendMessage echoes the whole message, which need not be read).
-        Raises ``TgError`` (not 200), ``OSError`` (network)."""
-        r = self._post(method, params, self.bufs[1], config.TG_SEND_TIMEOUT_MS).finish()
+        Raises ``TgError`` (not 200), ``OSError`` (network, or an answer that is not the
+        Bot API's JSON), ``ValueError`` (a malformed ``tg_api_base``)."""
+        r = self._post(method, params, self.bufs[1], config.TG_CALL_DEADLINE_MS).finish()
         if r.status != 200:
             raise _error(r)
         if not want_result:
             return True
         if r.truncated:
             raise OSError("too big")
-        return r.json().get("result")
+        return _result(r)
 
     def start_poll(self, offset, timeout_s, limit):
         """Send a getUpdates long poll; return its ``http.Pending``. Sending it confirms
         every update below ``offset`` to Telegram."""
         return self._post("getUpdates", {"offset": offset, "timeout": timeout_s, "limit": limit,
                                          "allowed_updates": ("message", "edited_message", "callback_query")},
-                          self.bufs[0], config.TG_POLL_SOCKET_MS)
+                          self.bufs[0], config.TG_POLL_DEADLINE_MS)
 
     def updates(self, pending):
-        """A poll's answer: the list of updates, or the start of the answer (bytes) when it
-        did not fit the poll buffer. Raises ``TgError``, ``OSError``."""
+        """A poll's answer: the list of updates, or the start of the answer (the poll
+        buffer, a bytearray; read it before the next poll) when it did not fit. Raises ``TgError``, ``OSError`` (also for an answer
+        whose ``result`` is not a list)."""
         r = pending.finish()
         if r.status != 200:
             raise _error(r)
         if r.truncated:
-            return bytes(r.body[:512])
-        res = r.json().get("result")
-        return res if isinstance(res, list) else []
+            return self.bufs[0]  # full: the kept start of the answer
+        res = _result(r)
+        if not isinstance(res, list):
+            raise OSError("bad answer")
+        return res
 
     # -- the channel -------------------------------------------------------------------
 
@@ -170,8 +207,13 @@ class Telegram:
         self.held = None
         self.save_offset(force=True)
 
+    def _late(self):
+        """True once this tick has spent ``TG_CALL_DEADLINE_MS``: the rest waits a pass."""
+        return seam.ticks_diff(seam.ticks_ms(), self.t0) > config.TG_CALL_DEADLINE_MS
+
     def tick(self, now_ms):
         """One step: poll, send, typing, offset. Returns True when something was done."""
+        self.t0 = seam.ticks_ms()
         token = self.api.token()
         if not token:
             if not self.quiet:
@@ -188,10 +230,13 @@ class Telegram:
             if seam.ticks_diff(now_ms, self.poll_at) < 0:
                 return False
             try:
-                me = self.me = self.api.call("getMe", want_result=True)
-            except (TgError, OSError) as e:
+                me = self.api.call("getMe", want_result=True)
+                if not isinstance(me, dict):
+                    raise OSError("bad answer")
+            except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: a failed call
                 self._fail(e, now_ms)
                 return False
+            self.me = me
             key, _, value = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
             if key == str(me.get("id")) and value.isdigit():
                 self.offset = max(self.offset, int(value))
@@ -200,25 +245,27 @@ class Telegram:
                 menu.append({"command": c, "description": d})
             try:
                 self.api.call("setMyCommands", {"commands": menu})
-            except (TgError, OSError) as e:
+            except Exception as e:  # noqa: BLE001 - the menu is a nicety
                 log.warn("tg", "%s", e)
             log.info("tg", "bot @%s", me.get("username"))
             if not commands.allowed():
                 print("\n" + commands.text("banner", me.get("username"), commands.new_code()))
         busy = self._poll(now_ms)
-        busy = self._send(now_ms) or busy
-        if self.typing and seam.ticks_diff(now_ms, self.typing_at) >= 0 <= seam.ticks_diff(now_ms, self.send_at):
+        busy = not self._late() and self._send(now_ms) or busy
+        if self.typing and seam.ticks_diff(now_ms, self.typing_at) >= 0 <= seam.ticks_diff(now_ms, self.send_at) \
+                and not self._late():
             self.typing_at = seam.ticks_add(now_ms, config.TG_TYPING_EVERY_MS)  # Telegram shows it 5 s
             for cid in list(self.typing):
                 if seam.ticks_diff(now_ms, self.typing[cid]) > config.TG_TYPING_MAX_MS:
                     del self.typing[cid]  # nobody ended it
                     continue
+                if self._late():
+                    break
                 try:
                     self.api.call("sendChatAction", {"chat_id": cid, "action": "typing"})
-                except TgError:  # refused: no more typing for that chat
-                    del self.typing[cid]
-                except OSError:
-                    pass
+                except Exception as e:  # noqa: BLE001 - refused: no more typing for that chat
+                    if isinstance(e, TgError):
+                        del self.typing[cid]
         self.save_offset()
         return busy
 
@@ -233,8 +280,8 @@ class Telegram:
             elif code == 409 and "webhook" in msg.lower():
                 log.warn("tg", "deleteWebhook")
                 try:
-                    self.api.call("deleteWebhook")
-                except (TgError, OSError):
+                    self._late() or self.api.call("deleteWebhook")
+                except Exception:  # noqa: BLE001 - the next poll tells
                     pass
                 wait = config.TG_BACKOFF_MIN_MS
             elif code == 409:
@@ -251,11 +298,11 @@ class Telegram:
 
     def _poll(self, now):
         if self.poll is None:
-            if seam.ticks_diff(now, self.poll_at) < 0:
+            if seam.ticks_diff(now, self.poll_at) < 0 or self._late():
                 return False
             try:
                 self.poll = self.api.start_poll(self.offset, config.TG_POLL_TIMEOUT_S, self.limit)
-            except OSError as e:
+            except Exception as e:  # noqa: BLE001 - OSError, ValueError (a bad tg_api_base)
                 self._fail(e, now)
                 return False
             held, self.held = self.held, None  # the poll just sent confirms them: act on them now
@@ -272,21 +319,28 @@ class Telegram:
         p, self.poll = self.poll, None
         try:
             got = self.api.updates(p)
-        except (TgError, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - TgError, OSError: back off, never end the thread
             self._fail(e, now)
             return False
-        if isinstance(got, bytes):  # over the poll buffer: one at a time, then skip it
+        if not isinstance(got, list):  # over the poll buffer: one at a time, then skip it
             if self.limit > 1:
                 self.limit = 1
             else:
-                ids = []  # the update's id, then its chat's: the numbers after these keys
+                ids = []  # the update's id, then its chat's: the number after each key, anywhere in what was kept
                 for key in (b'"update_id":', b'"chat":{"id":'):
-                    i = got.find(key) + len(key)
+                    i = got.find(key)
+                    j = k = i + len(key)
+                    while i >= 0 and k < len(got) and got[k] in b"-0123456789":
+                        k += 1
                     try:
-                        ids.append(int(got[i:got.find(b",", i)]) if i >= len(key) else None)
+                        ids.append(int(got[j:k]) if i >= 0 else None)
                     except ValueError:
                         ids.append(None)
                 i, chat = ids
+                if i is None and chat is not None and self.offset:
+                    # An update whose id comes after the cut (not Telegram's order): confirm
+                    # one id at a time; no update is pending below it, so none is lost.
+                    i = self.offset
                 if i is None:
                     self._fail(OSError("too big"), now)
                     return False
@@ -299,14 +353,16 @@ class Telegram:
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.limit = config.TG_POLL_LIMIT
         if got:
-            last = self.offset - 1
+            keep = []  # Telegram sends ids in ascending order: an id below the offset is a repeat
             for u in got:
                 i = u.get("update_id") if isinstance(u, dict) else None
-                if isinstance(i, int) and i > last:
-                    last = i
+                if isinstance(i, int) and i >= self.offset:
+                    self.offset = i + 1
+                    keep.append(u)
+                else:
+                    log.warn("tg", "ignored %s", i)
             self.unsaved += len(got)
-            self.offset = last + 1
-            self.held = got
+            self.held = keep
         return self._poll(now)  # at once: the next poll, which confirms these
 
     def _handle(self, u, now):
@@ -396,10 +452,15 @@ class Telegram:
                 self.typing_at = seam.ticks_add(now, -1000)  # due now
         elif kind == "idle":
             self.typing.pop(cid, None)
-        elif (msg.get("text") or "").strip():
+        else:
+            t = msg.get("text") or ""
+            if not t.strip():  # a blank note is nothing; a blank reply says so
+                if kind != "text":
+                    return True
+                t = "(no reply)"
             if len(self.outq) >= config.TG_OUTQ_MAX:
                 return False
-            self.queue_text(cid, msg["text"])
+            self.queue_text(cid, t)
         return True
 
     def _send(self, now):
@@ -413,27 +474,25 @@ class Telegram:
             self.api.call("sendMessage", {"chat_id": cid, "text": md} if mode else
                           {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
             q.pop(0)
-        except TgError as e:
-            code, msg, after = e.args
-            if code == 429:
-                self.send_at = seam.ticks_add(now, 1000 * min(int(after or 5), config.TG_RETRY_AFTER_MAX_S))
-                return True
-            q.pop(0)
+        except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: never the thread
+            code, msg, after = e.args if isinstance(e, TgError) else (0, "", None)
             msg = msg.lower()
+            item[2] = count = count + 1
             if code == 400 and "parse" in msg and not mode:  # "can't parse entities"
-                q.insert(0, [cid, md, count, 1])
+                item[3] = 1
+            elif code == 400 and "empty" in msg and mode < 2:  # "message text is empty": as typed,
+                if mode:  # then a line that says so (an empty code block, only Unicode spaces)
+                    item[1] = "(no reply)"
+                item[3] = mode + 1
             elif code == 400 and "too long" in msg and mode < 2:
+                q.pop(0)
                 for c in reversed(tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)):
                     q.insert(0, [cid, c, count, 2])
-            else:
-                self.dropped += 1
-                log.error("tg", "lost %s %s", cid, e)
-        except OSError as e:
-            item[2] = count = count + 1
-            if count >= config.TG_SEND_TRIES:
+            elif count >= config.TG_SEND_TRIES or 400 <= code < 500 and code != 429:  # for good
                 q.pop(0)
                 self.dropped += 1
                 log.error("tg", "lost %s %s", cid, e)
-            else:
-                self.send_at = seam.ticks_add(now, min(config.TG_BACKOFF_MIN_MS << count, config.TG_BACKOFF_MAX_MS))
+            else:  # 429 as told; 5xx and the network: 1 s doubling
+                self.send_at = seam.ticks_add(now, 1000 * min(after or 5, config.TG_RETRY_AFTER_MAX_S) if code == 429
+                                              else min(config.TG_BACKOFF_MIN_MS << count, config.TG_BACKOFF_MAX_MS))
         return True
