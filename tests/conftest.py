@@ -61,6 +61,8 @@ def _guard_connect_ex(self, addr):
 
 
 def _guard_getaddrinfo(host, *a, **kw):
+    if str(host).endswith(".invalid"):  # never resolves (RFC 2606): answer as a resolver would
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
     if host not in _LOCAL and not str(host).startswith("127.") and host is not None:
         raise AssertionError("test tried to resolve a real host: %r" % (host,))
     return _real_getaddrinfo(host, *a, **kw)

@@ -102,3 +102,13 @@ def test_rtc_memory_survives_in_the_flash_folder():
     assert seam.rtc_memory() == b""
     seam.rtc_memory(b"\x02crash")
     assert seam.rtc_memory() == b"\x02crash"
+
+
+def test_a_name_that_does_not_resolve_is_an_oserror_naming_the_host():
+    # .invalid never resolves (RFC 2606); the resolver's own message names no host
+    try:
+        seam.Conn("nohost.invalid", 443, 2000)
+    except OSError as e:
+        assert "nohost.invalid" in str(e)
+    else:
+        assert False, "connected to nohost.invalid"

@@ -63,8 +63,10 @@ def init(agent_factory=None):
         _agent_factory[0] = agent_factory
     if state["bus"] is None:
         seam.collect()
+        from mimi import llm
         from mimi.agent.context import Context
 
+        llm.init()  # the largest block (the reply buffer) first
         state["context"] = Context(config.AGENT_CONTEXT_BYTES)
         bufs = bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES)
         from mimi import services  # noqa: F401
@@ -73,6 +75,12 @@ def init(agent_factory=None):
         from mimi.net import http  # noqa: F401
         from mimi.storage import cronjobs  # noqa: F401
 
+        for name in config.APP_PRELOAD:  # what a turn would load on first use, into a fuller heap
+            try:
+                __import__(name)
+            except ImportError as e:  # a module left out of the image (mimi.hw on a plain board)
+                log.warn("app", "%s: %s", name, e)
+            seam.collect()
         b = state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
         state["telegram"] = Telegram(b, bufs=bufs)
         state["heartbeat"] = services.Heartbeat(b)
@@ -83,7 +91,7 @@ def init(agent_factory=None):
                 seam.collect()
                 log.exc("app", "tools " + name, e)
         seam.collect()
-        log.info("app", "heap %s", seam.mem_free())
+        log.info("app", "heap %s", seam.mem_free() or "n/a")
     return True
 
 
@@ -277,7 +285,7 @@ def _io_loop():
     from mimi import boot
     from mimi.services import Cron
 
-    net = state["net"] = state["net"] or boot.NetKeeper()
+    net = state["net"] = state["net"] or boot.state["net"] or boot.NetKeeper()
     cron = state["cron"] = state["cron"] or Cron(state["bus"])
     hb = heartbeat()
     tg = state["telegram"]

@@ -21,7 +21,7 @@ import os
 from mimi import commands, config, log, seam
 
 
-state = {"safe": False, "reason": "", "crashes": 0}
+state = {"safe": False, "reason": "", "crashes": 0, "net": None}  # net: boot's NetKeeper, kept by the app
 
 
 # -- crash counting and safe mode --------------------------------------------------------
@@ -133,9 +133,10 @@ def run():
             print(commands.text("safe", state["reason"]))
             return False
         if not config.get("wifi_ssid"):
-            log.warn("boot", commands.text("no_wifi"))
+            if not seam.on_host():  # the host's network needs no WiFi
+                log.warn("boot", commands.text("no_wifi"))
             return False
-        k = NetKeeper()
+        k = state["net"] = NetKeeper()  # the I/O thread goes on with it (one "connected" line)
         t0 = seam.ticks_ms()
         while not (k.tick(seam.ticks_ms()) and seam.clock_synced()):
             if seam.ticks_diff(seam.ticks_ms(), t0) > config.BOOT_WIFI_TRIES * config.BOOT_WIFI_WAIT_MS:

@@ -124,12 +124,17 @@ def _do(name, x, a):
         return commands.text("pair", commands.new_code())
     if group == "config":
         if verb == "show":
-            for n in config.SETTINGS:
-                rows.append("%-16s %s" % (n, config.masked(n) or "-"))
+            p = llm.current()
+            for n in sorted(config.SETTINGS):  # a dict's order differs between runtimes
+                v = config.masked(n)
+                if not v and n in ("model", "base_url"):  # what is used instead
+                    v = "- (default: %s)" % (p.model if n == "model" else p.base_url)
+                rows.append("%-16s %s" % (n, v or "-"))
             return rows
         if x != "all" and x not in config.SETTINGS:
             return "no setting '%s'" % x
         config.reset(None if x == "all" else x)
+        llm.reset()  # the next call reads provider, model, key and address again
         return "%s reset" % x
     if group == "skill":
         from mimi.storage import skills

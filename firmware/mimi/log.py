@@ -23,7 +23,8 @@ def _emit(lvl, tag, msg, args):
         except (TypeError, ValueError):
             msg = "%s %r" % (msg, args)
     t = seam.ticks_ms() // 1000
-    print("%s %6d [%s] %s" % (_NAMES[lvl], t, tag, msg))
+    # One write per line: print's separate write of "\n" lets another thread's line in between.
+    print("%s %6d [%s] %s\n" % (_NAMES[lvl], t, tag, msg), end="")
 
 
 def debug(tag, msg, *args):

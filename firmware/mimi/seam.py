@@ -459,7 +459,13 @@ class Conn:
 
         self._poll = None
         err = OSError("host not found: %s" % host)
-        for ai in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+        if _RT == "esp32" and not wlan().isconnected():
+            raise OSError("no WiFi: cannot reach %s" % host)  # what to fix first, not a DNS error
+        try:
+            ais = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+        except OSError as e:  # MicroPython says only "-202", CPython "[Errno -2] Name or service not known"
+            raise OSError("cannot resolve %s (%s)" % (host, e))
+        for ai in ais:
             s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
             try:
                 s.settimeout(connect_timeout_ms / 1000)

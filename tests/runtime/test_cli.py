@@ -45,6 +45,12 @@ def test_settings_through_the_line_console():
     shown = _text()
     assert "sk-a****" in shown and "FAKE-0123456789" not in shown and "pass word" not in shown
     assert "my home" in shown
+    names = [line.split()[0] for line in _lines]
+    assert names == sorted(names) and "tg_token" in names  # the same order on both runtimes
+    del _lines[:]
+    cli.execute("config_reset model")
+    cli.execute("config_show")
+    assert "model            - (default: gpt-4.1-mini)" in _text()  # the provider's default is named
 
 
 def test_wrong_arguments_print_usage_never_a_traceback():

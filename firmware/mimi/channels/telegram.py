@@ -59,6 +59,7 @@ from mimi import commands, config, log, seam
 from mimi.channels import tgformat
 
 _TOKEN = const("bot token? from mimi import cli; cli.set_tg_token('123:ABC...')")
+_TOKEN_HOST = const("bot token? set MIMI_TG_TOKEN=123:ABC... before python3 -m host_sim run")
 # Message kinds that carry media or data but no text (a caption, when present, counts).
 _MEDIA = const("photo sticker voice audio video video_note animation document location venue contact poll "
                "dice game story paid_media")
@@ -217,7 +218,7 @@ class Telegram:
         token = self.api.token()
         if not token:
             if not self.quiet:
-                log.warn("tg", _TOKEN)
+                log.warn("tg", _TOKEN_HOST if seam.on_host() else _TOKEN)
                 self.quiet = True
             return False
         self.quiet = False
@@ -289,7 +290,7 @@ class Telegram:
                 log.warn("tg", commands.text("tg_409"), wait // 1000)
             elif code in (401, 404):
                 wait = config.TG_AUTH_BACKOFF_MS
-                log.error("tg", _TOKEN)
+                log.error("tg", _TOKEN_HOST if seam.on_host() else _TOKEN)
         if wait is None:
             wait = self.backoff_ms
             self.backoff_ms = min(wait * 2, config.TG_BACKOFF_MAX_MS)
