@@ -209,9 +209,24 @@ def figures(agent, b, turns, peak_turns):
     return res
 
 
+def largest_free_run():
+    """The longest bytearray the heap can give now (bytes, to 64): how fragmented it is."""
+    lo, hi = 0, gc.mem_free()
+    while hi - lo > 64:
+        mid = (lo + hi) // 2
+        try:
+            bytearray(mid)
+            lo = mid
+        except MemoryError:
+            hi = mid
+    gc.collect()
+    return lo
+
+
 def soak(agent, b, turns):
     ok = sorry = first = 0
     low_free = gc.mem_free()
+    run0 = low_run = largest_free_run()
     for i in range(turns):
         reply = agent.handle(message(i)) or ""
         b.outbound.clear()
@@ -226,7 +241,10 @@ def soak(agent, b, turns):
             low_free = f
         if i == 1:
             first = gc.mem_alloc()  # after one turn of each kind: the modules a turn loads are in
+        if i % 50 == 1:
+            low_run = min(low_run, largest_free_run())
     return {"turns": turns, "ok": ok, "sorry": sorry, "lowest_free_between_turns": low_free,
+            "largest_free_run_at_start": run0, "smallest_largest_free_run": low_run,
             "heap_after_two_turns": first, "heap_between_turns": gc.mem_alloc()}
 
 
@@ -237,6 +255,8 @@ def main():
     register_tools()
     b = busmod.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
     agent = loop.Agent(b, ctx)
+    if hasattr(loop, "warm"):
+        loop.warm(ctx)  # as mimi.app.init: what turns keep, made before the first
     gc.collect()
     res = {"heap_total": gc.mem_alloc() + gc.mem_free(), "heap_after_init": gc.mem_alloc(),
            "heap_before_init": heap_start, "runtime": seam.describe()}
@@ -251,5 +271,6 @@ def main():
 try:
     main()
 except MemoryError as e:
+    sys.print_exception(e)
     print("@@BENCH " + json.dumps({"error": "MemoryError: %s" % e}))
     sys.exit(1)

@@ -73,6 +73,11 @@ def parse(args):
             raise ValueError("%s: expected %s" % (name, e)) from None
     if not out:
         raise ValueError("give at least one NAME=VALUE")
+    given = dict(out)
+    if given.get("provider") == "custom" and not given.get("base_url"):
+        # as MIMI_PROVIDER=custom does: a custom server has no address to fall back on
+        raise ValueError("provider=custom needs base_url=http://HOST:PORT/v1 in the same command "
+                         "(the server's OpenAI-compatible address)")
     return out
 
 

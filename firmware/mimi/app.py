@@ -90,6 +90,10 @@ def init(agent_factory=None):
             except Exception as e:  # noqa: BLE001 - includes MemoryError: the agent works without them
                 seam.collect()
                 log.exc("app", "tools " + name, e)
+        try:
+            loop.warm(state["context"])  # what turns keep, made now: it stays out of their way
+        except Exception as e:  # noqa: BLE001 - includes MemoryError: the first turn makes them then
+            log.exc("app", "warm", e)
         seam.collect()
         log.info("app", "heap %s", seam.mem_free() or "n/a")
     return True

@@ -300,3 +300,19 @@ def test_stop_during_a_long_turn_and_no_second_agent_thread():
     assert _wait(lambda: not _alive("agent"), 3000)
     assert app.start() is True
     app.stop()
+
+
+def test_init_makes_what_turns_keep_before_the_first_turn():
+    # made in the first turn they would sit in the middle of the free heap (loop.warm)
+    _setup()
+    import mimi.llm as llm
+    from mimi.hw import datasheets, retrieval
+
+    app.forget()
+    llm.reset()
+    del datasheets._idx[:]
+    del retrieval._buf[:]
+    assert app.init(agent_factory=Echo)
+    assert llm._current is not None and llm._buf is not None
+    assert datasheets._idx and retrieval._buf
+    assert app.state["context"].last.get("rules", 0) > 0  # one system prompt was built

@@ -232,7 +232,10 @@ def _turn(msg, now, mode, today):
     and whether the conversation continues. The sentences are the lines of ``turn.md``."""
     try:
         with open(_TURN_PATH, "rb") as f:
-            lines = f.read(2048)  # its first line is a comment: every key follows a newline
+            # its size, not a fixed 2 KB: read(n) takes n bytes of heap in one run, mid-turn
+            n = f.seek(0, 2)
+            f.seek(0)
+            lines = f.read(min(n, 2048))  # its first line is a comment: every key follows a newline
     except OSError:
         log.warn(_TAG, "%s is missing", _TURN_PATH)
         lines = b""

@@ -51,6 +51,21 @@ def denied_groups(msg):
     return out
 
 
+def warm(context):
+    """Make, at init, what a turn keeps between turns: the provider and its HTTP client,
+    the day's token count, the skills index, the datasheet index and its chunk buffer
+    (one system prompt is built for a made-up message). Made during the first turn, each
+    would land in the middle of the free heap and split it for good (docs/heap.md)."""
+    llm.current()
+    usage.today()
+    try:
+        from mimi.hw import retrieval
+    except ImportError:
+        retrieval = None
+    context.build({"channel": "cli", "chat_id": "0", "session": "warm"}, retrieval and (
+        lambda room: retrieval.for_message("led pin", min(room, config.AGENT_HW_NOTES_BYTES))))
+
+
 class Agent:
     """Runs inbound messages through the LLM and tools; see the module doc.
 
