@@ -231,6 +231,8 @@ def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100
             print("%d turns in a 256 KB heap: %d answered, %d failed (MemoryError or other); lowest free heap "
                   "between turns %s; %.0f s" % (r["turns"], r["ok"], r["sorry"], _kb(r["lowest_free_between_turns"]),
                                                time.time() - t0))
+            print("  longest free run (the largest block a turn can get): %s after init, %s at the least"
+                  % (_kb(r["largest_free_run_at_start"]), _kb(r["smallest_largest_free_run"])))
         if smallest:
             kb = smallest_heap(fake.base_url, smallest)
             print("smallest heap that runs %d turns without a failure: %s (8 KB steps; the heap's layout moves it "

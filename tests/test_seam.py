@@ -63,6 +63,16 @@ def test_settings_store_refuses_long_values_and_keeps_unicode():
     assert seam.store_get("model") == "模型-é"
 
 
+def test_a_stored_value_that_is_not_utf8_reads_as_unset():
+    support.fresh_flash()
+    nvs = seam._store()
+    nvs.set_blob("tz", b"\xff\xfe+01:00")  # a damaged store
+    nvs.commit()
+    assert seam.store_get("tz") is None  # the default then; every turn used to fail
+    seam.store_set("tz", "+01:00")
+    assert seam.store_get("tz") == "+01:00"
+
+
 def test_threads_and_locks():
     lock = seam.allocate_lock()
     done = []

@@ -47,6 +47,8 @@ def _spec(name):
 def _run(name, a, spec=None):
     """Run command ``name`` with arguments ``a`` (tuple) and print what it gives."""
     spec = spec or _spec(name)
+    while a and a[-1] is None:  # cli.session_clear(None) is session_clear without its argument
+        a = a[:-1]
     head = spec.split("  ")[0]
     if spec and not head.count("<") <= len(a) <= len(head.split()) - 1:
         return out("usage: " + spec)

@@ -206,7 +206,7 @@ _code = [None, 0]  # the pairing code (str, or None when there is none) and wron
 def _id(chat_id):
     """``chat_id`` as canonical text (``"123"``, ``"-100456"``); ``ValueError`` if it is not an id."""
     s = str(chat_id).strip()
-    if not s.lstrip("-").isdigit() or len(s) > 21:
+    if not s.lstrip("-").isdigit() or len(s) > 21 or not int(s):  # no chat has id 0
         raise ValueError(text("bad_id", s))
     return str(int(s))
 
@@ -251,8 +251,10 @@ def allow(chat_id):
 
 def deny(chat_id):
     """Remove ``chat_id`` from the allow list (and as owner). Returns a message."""
-    cid = _id(chat_id)
     ids = allowed()
+    cid = str(chat_id).strip()
+    if cid not in ids:  # as stored (an id allowed before the check of _id was stricter), else canonical
+        cid = _id(cid)
     if cid not in ids:
         return text("not_in", cid)
     ids.remove(cid)

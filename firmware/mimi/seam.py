@@ -214,7 +214,8 @@ def _store():
 def store_get(key):
     """Return the string stored under ``key`` (at most 15 characters), or None.
 
-    Values are UTF-8 blobs of at most 512 bytes. Never logs the value.
+    Values are UTF-8 blobs of at most 512 bytes; one that is not UTF-8 (a damaged store)
+    reads as None, with a warning on the console. Never logs the value.
     """
     nvs = _store()
     buf = bytearray(_VALUE_MAX)
@@ -223,7 +224,11 @@ def store_get(key):
             n = nvs.get_blob(key, buf)
         except OSError:
             return None
-    return bytes(buf[:n]).decode()
+    try:
+        return bytes(buf[:n]).decode()
+    except UnicodeError:  # a damaged value reads as unset (its default); setting it again mends it
+        print("W settings: %s is not UTF-8; using the default" % key)
+        return None
 
 
 def store_set(key, value):

@@ -25,6 +25,9 @@ def test_closed_by_default_and_allow_deny():
     assert "was not allowed" in commands.deny("77")
     support.raises(ValueError, commands.allow, "12ab")
     support.raises(ValueError, commands.allow, "")
+    for zero in ("0", "-0", "000"):  # no chat has id 0: it must not become the owner
+        support.raises(ValueError, commands.allow, zero)
+    assert "0" not in commands.allowed()
     assert not commands.is_allowed("junk")
 
 

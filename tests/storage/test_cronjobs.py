@@ -167,6 +167,27 @@ def test_damaged_jobs_are_switched_off_once_and_never_queued():
     assert cronjobs.add(_spec(), T0) == "j10"
 
 
+def test_numbers_out_of_range_switch_a_job_off_not_the_whole_file():
+    # 1e999 in JSON is infinity: int() of it raised OverflowError, which stopped every job
+    root = _fresh()
+    good = cronjobs.validate(_spec(every_s=60), T0)
+    good["id"] = "j9"
+    bad = [dict(good, id="j1", every_s=7777777771), dict(good, id="j2", last_s=7777777772),
+           dict(good, id="j3", kind="at", at_s=7777777773)]
+    text = json.dumps({"seq": 9, "jobs": bad + [good]})  # then numbers no runtime's dumps writes alike
+    for a, b in (("7777777771", "1e999"), ("7777777772", "1e300"), ("7777777773", "-1e999")):
+        text = text.replace(a, b)
+    support.write(root + "/data/cron.json", text)
+    assert [j["id"] for j in cronjobs.due(T0 + 60)] == ["j9"]
+    assert all(j.get("off") for j in cronjobs.list()[:3])
+    cronjobs.remove("j1")  # and it can be removed
+    assert [j["id"] for j in cronjobs.list()] == ["j2", "j3", "j9"]
+    assert "whole number" in _err(_spec(every_s=float("inf")))
+    assert "whole number" in _err(_spec(every_s=float("nan")))
+    support.write(root + "/data/cron.json", '{"seq": 1e999, "jobs": []}')
+    assert "damaged" in str(support.raises(ValueError, cronjobs.add, _spec(), T0))
+
+
 def test_job_store_writes_survive_a_power_cut_at_every_step():
     root = _fresh()
     before = {"seq": 1, "jobs": [cronjobs.validate(_spec(), T0)]}

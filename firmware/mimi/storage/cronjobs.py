@@ -26,6 +26,7 @@ KINDS = ("every", "at", "daily")
 _FIELDS = ("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel", "is_group")
 
 _lock = seam.allocate_lock()
+_TIME_MAX = 4294967296  # not const(): over 31 bits, a long int on the ESP32; unix seconds stay under 2**32 (the year 2106): gmtime of more can overflow
 
 
 def _load():
@@ -40,7 +41,7 @@ def _load():
         d = json.loads(text)
         jobs = d["jobs"]
         seq = int(d.get("seq", 0))
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError):  # "seq": 1e999 is inf
         jobs = None
     if not isinstance(jobs, type([])):  # this module's list() is not the built-in
         raise ValueError("cron.json is damaged; fix or delete it")
@@ -57,10 +58,15 @@ def _load():
             try:
                 validate({k: j[k] for k in _FIELDS if k in j}, 0)
                 for k in ("next_s", "last_s", "created_s"):
-                    if not isinstance(j.get(k), (int, float, type(None))):
+                    v = j.get(k)
+                    if v is not None and not (isinstance(v, (int, float)) and 0 <= v < _TIME_MAX):
                         raise ValueError("%s is not a time" % k)
-            except (ValueError, TypeError, AttributeError) as e:
+            except (ValueError, TypeError, AttributeError, OverflowError) as e:
                 j["off"] = str(e)[:100] or "damaged"
+                for k in j:  # MicroPython's json writes inf and nan, which no json reads back
+                    v = j[k]
+                    if isinstance(v, float) and not -_TIME_MAX < v < _TIME_MAX:
+                        j[k] = None
                 log.warn(_TAG, "job %s is damaged, switched off: %s", j["id"], j["off"])
                 changed = True
         keep.append(j)
@@ -112,7 +118,8 @@ def validate(spec, now_s=None):
         raise ValueError("text is over %d bytes" % config.CRON_TEXT_MAX_BYTES)
     if channel == "telegram" and not (chat.lstrip("-").isdigit() and chat.count("-") <= 1):
         raise ValueError("chat_id for telegram must be a number, got '%s'" % chat)
-    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, float)) or n != int(n)):
+    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, float)) or not 0 <= n < _TIME_MAX
+                          or n != int(n)):  # the range first: int() of inf raises, of nan too
         raise ValueError("%s must be a whole number of seconds" % field)
     job = {"kind": kind, "text": text.strip(), "chat_id": chat, "channel": channel,
            "next_s": None, "last_s": None, "created_s": now_s if synced else None}
