@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 
-from host_sim import brain, harness, hostenv
+from host_sim import brain, harness, hostenv, launcher
 
 ANSWER_WAIT_S = 60  # how long a piped line waits for its answer
 _PREVIEW = 160  # characters of a tool's input or result shown
@@ -38,6 +38,27 @@ def _short(s):
     return s if len(s) <= _PREVIEW else s[:_PREVIEW - 3] + "..."
 
 
+def _check_reusable(flash):
+    """A kept folder: refuse one with a real bot's or model's settings (the chat would put
+    its fakes over them); forget the Telegram offset of an earlier chat (each fake Telegram
+    numbers its updates from the start again, and the board would skip them as seen)."""
+    try:
+        token = launcher._stored(flash, "tg_token")
+        key = launcher._stored(flash, "api_key")
+    except (OSError, ValueError, KeyError):
+        token = key = None
+    real = [n for n, v, fake in (("a Telegram bot token", token, harness.TOKEN), ("an API key", key, harness.API_KEY))
+            if v and v != fake]
+    if real:
+        raise OSError("%s holds the settings of a real board (%s); the offline chat would replace them with its "
+                      "fakes. Use another folder (or none: a fresh one each run), or python3 -m host_sim run "
+                      "--flash %s for a real run." % (flash, " and ".join(real), flash))
+    try:
+        launcher.forget_store_keys(flash, ("tg_offset",))
+    except (OSError, ValueError):
+        pass  # a damaged store is set aside at boot
+
+
 class OfflineChat:
     """The fakes, the board process and the terminal, wired together."""
 
@@ -45,6 +66,8 @@ class OfflineChat:
         self.keep = flash_dir is not None
         flash = os.path.abspath(flash_dir) if flash_dir else tempfile.mkdtemp(prefix="mimi-offline-")
         os.makedirs(flash, exist_ok=True)
+        if self.keep:
+            _check_reusable(flash)
         self.out = out or sys.stdout
         self.sim = harness.Sim(flash, runtime, "anthropic", model="offline-stand-in",
                                log_sink=(lambda line: self.say("  | " + line)) if show_log else None)

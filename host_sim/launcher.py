@@ -319,6 +319,21 @@ def store_settings(flash_dir, values):
     os.replace(tmp, path)
 
 
+def forget_store_keys(flash_dir, keys):
+    """Remove raw store ``keys`` (e.g. ``tg_offset``) from the settings store of ``flash_dir``."""
+    path = os.path.join(flash_dir, NVS_FILE)
+    data = _read_store(path)
+    ns = data.get(NVS_NAMESPACE, {})
+    if not any(k in ns for k in keys):
+        return
+    for k in keys:
+        ns.pop(k, None)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
 def apply_env_settings(flash_dir, environ):
     """Store the settings of ``environ``'s ``MIMI_*`` variables; return the names stored.
 
@@ -438,9 +453,9 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
                       "the board starts with empty settings (WiFi, token, keys, allowed chats): set them again, "
                       "or mend that file and move it back." % (os.path.join(flash_dir, NVS_FILE), damaged[1],
                                                                damaged[0]), file=sys.stderr, flush=True)
-            names = apply_env_settings(flash_dir, env)
-            if names:
-                print("[sim] settings from the environment: %s" % ", ".join(names), flush=True)
+            if apply_env_settings(flash_dir, env):  # the variables set, not what follows from them
+                print("[sim] settings from the environment: %s" % ", ".join(
+                    var for var, _ in ENV_SETTINGS if env.get(var, "").strip()), flush=True)
             proc = subprocess.Popen(cmd, env=env, cwd=flash_dir, start_new_session=True,
                                     stdin=subprocess.PIPE if by_pipe else None,
                                     preexec_fn=_die_with_parent(os.getpid()))

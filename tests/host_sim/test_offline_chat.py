@@ -95,3 +95,21 @@ def test_a_board_that_stops_is_reported_with_its_console(monkeypatch, capsys, tm
     assert rc == 1, out
     assert "the board stopped (exit status 2)" in out and "MIMI_TZ: expected" in out, out
     assert out.rstrip().endswith("bye")
+
+
+def test_a_kept_folder_answers_again_in_a_second_chat(tmp_path):
+    # the first chat leaves its Telegram offset; the next fake Telegram numbers from the start
+    for word in ("first", "second"):
+        rc, out = chat(["what time is it? (%s)" % word], "chat", "--flash", str(tmp_path))
+        assert rc == 0 and "get_current_time says:" in out, out
+
+
+def test_a_folder_with_a_real_boards_settings_is_refused_untouched(tmp_path):
+    from host_sim import launcher
+
+    launcher.store_settings(str(tmp_path), {"tg_token": "987654321:AAH-made-up-but-real-looking",
+                                            "api_key": "sk-ant-made-up"})
+    before = (tmp_path / "nvs.json").read_bytes()
+    rc, out = chat(["hello"], "chat", "--flash", str(tmp_path))
+    assert rc == 2 and "settings of a real board" in out and "Telegram bot token" in out, out
+    assert (tmp_path / "nvs.json").read_bytes() == before
