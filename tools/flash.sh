@@ -7,7 +7,7 @@
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
-#   tools/flash.sh [--port PORT] repl                 the serial console (Ctrl-] leaves it)
+#   tools/flash.sh [--port PORT] repl                 the serial console (Ctrl-] or Ctrl-X leaves it)
 #
 # PORT: a serial device (/dev/ttyACM0, /dev/ttyUSB0, COM5) or socket://HOST:PORT (the
 # virtual board: python -m host_sim vboard --flash DIR --port 7777). Default: $MIMI_PORT,
@@ -120,7 +120,15 @@ cmd_flash() {
     [ -f "$bin" ] || die "flash: no such file: $bin"
     case "$PORT" in
         socket://*|rfc2217://*) die "flash needs the board's serial device (--port /dev/ttyACM0); a virtual board already runs MicroPython" ;;
+        "") die "flash erases a chip: name its serial device with --port (ls /dev/ttyACM* /dev/ttyUSB*; COM5 on Windows), so esptool does not pick another one" ;;
     esac
+    # An ESP32-S3 app image starts with 0xE9, and its extended header names chip id 9
+    # (esptool's ESP32S3ROM.IMAGE_CHIP_ID) in bytes 12-13, little-endian.
+    "$PYTHON" - "$bin" <<'PYEOF' || die "flash: $bin is not a MicroPython image for the ESP32-S3 (get ESP32_GENERIC_S3 from https://micropython.org/download/ESP32_GENERIC_S3/)"
+import sys
+h = open(sys.argv[1], "rb").read(16)
+sys.exit(0 if len(h) == 16 and h[0] == 0xE9 and h[12] | h[13] << 8 == 9 else 1)
+PYEOF
     local esptool ver erase write
     find_tool esptool "${ESPTOOL:-}" esptool esptool
     # esptool 5 names its commands erase-flash/write-flash; 4.x erase_flash/write_flash.

@@ -74,10 +74,12 @@ def parse(args):
     if not out:
         raise ValueError("give at least one NAME=VALUE")
     given = dict(out)
-    if given.get("provider") == "custom" and not given.get("base_url"):
-        # as MIMI_PROVIDER=custom does: a custom server has no address to fall back on
-        raise ValueError("provider=custom needs base_url=http://HOST:PORT/v1 in the same command "
-                         "(the server's OpenAI-compatible address)")
+    port = {"custom": "PORT", "ollama": "11434", "lmstudio": "1234"}.get(given.get("provider"))
+    if port and not given.get("base_url"):
+        # custom has no address to fall back on; the local servers' presets say localhost,
+        # which on the board is the board itself
+        raise ValueError("provider=%s needs base_url=http://<the computer's address>:%s/v1 in the same command "
+                         "(on the board, localhost is the board)" % (given["provider"], port))
     return out
 
 

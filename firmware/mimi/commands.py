@@ -72,9 +72,11 @@ def status():
 
     t0 = app.state["started_ms"]
     s = seam.ticks_diff(seam.ticks_ms(), t0 or 0) // 1000
+    tg = app.state["telegram"]
     return text("status", VERSION, seam.describe(), llm.describe(), heap(),
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
-                "synced" if seam.clock_synced() else "not set", usage.summary())
+                tg.describe() if tg else "not started", "synced" if seam.clock_synced() else "not set",
+                usage.summary())
 
 
 def wifi():

@@ -406,3 +406,16 @@ def test_a_repeated_update_is_handled_once():
     tg.tick(now + 3)
     tg.tick(now + 4)
     assert [m["text"] for m in inbound(b)] == ["once", "next"]
+
+
+def test_describe_says_why_there_is_no_link_yet():
+    support.fresh_flash()
+    assert "no bot token" in Telegram(bus.Bus(4, 4), api=tgfake.FakeApi(token="")).describe()
+    api = tgfake.FakeApi()
+    tg = Telegram(bus.Bus(4, 4), api=api)
+    api.fail("getMe", OSError("host not found"))  # no network yet
+    now = seam.ticks_ms()
+    tg.tick(now)
+    assert tg.describe() == "not reached yet (host not found)"
+    tg.tick(now + config.TG_BACKOFF_MAX_MS)
+    assert tg.describe().startswith("@") and api.calls[-2][0] == "getMe"

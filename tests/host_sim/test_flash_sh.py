@@ -141,12 +141,27 @@ def _recorder(tmp_path, name):
 def test_flash_erases_then_writes_the_image_at_offset_zero(tmp_path):
     esptool, log = _recorder(tmp_path, "esptool")
     image = tmp_path / "ESP32_GENERIC_S3-v1.25.0.bin"
-    image.write_bytes(b"\xe9" + b"\0" * 63)
+    image.write_bytes(b"\xe9" + b"\0" * 11 + b"\x09\x00" + b"\0" * 50)  # magic; chip id 9 (ESP32-S3)
     flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
     assert log.read_text().splitlines() == [
         "--chip esp32s3 --port /dev/ttyACM0 erase-flash",
         "--chip esp32s3 --port /dev/ttyACM0 --baud 460800 write-flash -z 0x0 %s" % image,
     ]
+
+
+@pytest.mark.parametrize("head,port,msg", [(b"\xe9" + b"\0" * 15, "/dev/ttyACM0", "not a MicroPython image for the ESP32-S3"),
+                                           (b"\x7fELF" + b"\0" * 60, "/dev/ttyACM0", "not a MicroPython image"),
+                                           (b"\xe9" + b"\0" * 11 + b"\x09\x00", None, "name its serial device")])
+def test_flash_refuses_an_image_for_another_chip_or_no_port_before_erasing(tmp_path, head, port, msg):
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "fw.bin"
+    image.write_bytes(head)  # the first: an image for the original ESP32 (chip id 0)
+    args = (["--port", port] if port else []) + ["flash", str(image)]
+    env = _env(ESPTOOL=esptool)
+    env.pop("MIMI_PORT", None)
+    p = flash_sh(*args, env=env, check=False)
+    assert p.returncode == 2 and msg in p.stderr, p.stderr
+    assert not log.exists()
 
 
 def test_config_code_sets_the_key_of_the_provider_stored_on_the_board(tmp_path):
@@ -168,6 +183,7 @@ def test_config_code_sets_the_key_of_the_provider_stored_on_the_board(tmp_path):
                                       (["config", "tz=Mars"], "tz: expected"),
                                       (["config", "colour=blue"], "unknown setting"),
                                       (["config", "provider=custom"], "needs base_url="),
+                                      (["config", "provider=ollama"], ":11434/v1"),
                                       (["frobnicate"], "unknown command")])
 def test_bad_arguments_stop_before_touching_the_board(tmp_path, args, msg):
     esptool, elog = _recorder(tmp_path, "esptool")

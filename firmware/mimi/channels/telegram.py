@@ -126,6 +126,7 @@ class Telegram:
         self.saved_ms = self.poll_at = self.send_at = self.typing_at = seam.ticks_ms()  # *_at: when due
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.errors = self.dropped = 0  # failed polls, replies given up
+        self.why = ""  # the last failure, for describe()
         self.outq = []
         self.typing = {}
         self.told = {}
@@ -270,9 +271,18 @@ class Telegram:
         self.save_offset()
         return busy
 
+    def describe(self):
+        """The link in words, for /status: the bot's name, or why there is none yet."""
+        if not self.api.token():
+            return "no bot token"
+        if self.me is None:
+            return "not reached yet (%s)" % (self.why or "trying")
+        return "@%s" % self.me.get("username")
+
     def _fail(self, e, now):
         """A failed getMe or poll: wait as the error asks, or back off (1 s doubling)."""
         self.errors += 1
+        self.why = str(e)[:80]
         wait = None
         if isinstance(e, TgError):
             code, msg, after = e.args
