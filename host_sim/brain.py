@@ -10,6 +10,7 @@ the tools the request offers:
   reads the file (``read_file``) and writes it back with the line added (``write_file``).
   The next turn's system prompt carries the file, so "what do you remember?" shows it.
 - a question about the time or date: calls ``get_current_time`` and answers with its result.
+- "remind me every day at 8 (am|pm) to X": calls ``cron_add`` (a daily job) and says what it did.
 - "what do you remember" / "what do you know about me": quotes the memory section of the
   system prompt it received (no tool: the firmware put it there).
 - anything else: says what it is and what to try, and what the request held (tools offered,
@@ -28,6 +29,8 @@ _MAX_ROUNDS = 4  # tool rounds in one turn before it gives up and says so
 
 _REMEMBER = re.compile(r"^\s*(?:please\s+)?(?:remember|note|don'?t forget|do not forget)\b\s*(?:that\s+|:\s*)?(.+)$",
                        re.I | re.S)
+_REMIND = re.compile(r"\bremind me\b.*?\b(?:every day|daily)\s+at\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\s+(?:to\s+)?(.+)$",
+                     re.I)
 _TIME = re.compile(r"\b(time|date|day|today|clock|hour)\b", re.I)
 _RECALL = re.compile(r"\bwhat\b.*\b(remember|know about me|memory)\b", re.I)
 _SECTIONS = ("\n# Recent daily notes", "\n# Your skills", "\n# This turn", "\n# For this message")
@@ -154,13 +157,21 @@ def think(req):
                         "Say \"remember that ...\" and I will write one there.")
         return _say("From /data/memory/MEMORY.md, which the firmware put in my system prompt:\n"
                     + "\n".join("- " + ln for ln in mem))
+    m = _REMIND.search(user)
+    if m:
+        if "cron_add" not in tools:
+            return _say("The cron tools are not offered in this chat, so I cannot set a reminder here.")
+        h = int(m.group(1)) % 12 + (12 if (m.group(3) or "").lower() == "pm" else 0) if m.group(3) else int(m.group(1))
+        what = " ".join(m.group(4).split()).rstrip(".")
+        return _say("", [("cron_add", {"kind": "daily", "hhmm": "%02d:%02d" % (h, int(m.group(2) or 0)),
+                                       "text": "Remind the owner to " + what + " (send_message)"})])
     if _TIME.search(user):
         if "get_current_time" not in tools:
             return _say("The get_current_time tool is not offered here, so I cannot tell the time.")
         return _say("", [("get_current_time", {})])
     return _say("I am not a model, just a few rules that show how mimi works. "
-                "Try \"remember that my cat is called Miso\", \"what time is it?\", or "
-                "\"what do you remember?\". This request carried %d tools, %d messages of history "
+                "Try \"remember that my cat is called Miso\", \"what time is it?\", "
+                "\"what do you remember?\", or \"remind me every day at 8 to water the plants\". This request carried %d tools, %d messages of history "
                 "and a system prompt of %d bytes. With an API key (MIMI_API_KEY) a real model answers."
                 % (len(tools), len(msgs) - 1, len(system.encode())))
 
@@ -183,6 +194,12 @@ def _after_tool(last, fact, rounds, tools):
         if failed:
             return _say("get_current_time failed: %s" % result[:200])
         return _say("get_current_time says:\n%s" % result.strip())
+    if name == "cron_add":
+        if failed:
+            return _say("cron_add refused it: %s" % result[:200])
+        return _say("cron_add says: %s\nEvery day at that time the firmware hands the job's text to the model "
+                    "as a message (a real model would then send you the reminder; I only echo it). "
+                    "cron_list shows it, cron_remove deletes it." % result.strip())
     if fact and name == "edit_file" and failed and "read_file" in tools and "write_file" in tools:
         return _say("", [("read_file", {"path": MEMORY_PATH})])
     if fact and name == "read_file":

@@ -117,3 +117,16 @@ def test_it_stops_after_a_few_tool_rounds():
         turns += [("call", "r%d" % i, "edit_file", {}), ("result", "r%d" % i, "busy", True)]
     r = brain.think(anthropic(turns))
     assert r["calls"] == [] and "stop" in r["text"]
+
+
+@pytest.mark.parametrize("fmt", [anthropic, openai])
+def test_a_daily_reminder_becomes_a_cron_job(fmt):
+    tools = TOOLS + ["cron_add"]
+    r = brain.think(fmt([("user", "Please remind me every day at 8pm to water the plants.")], tools=tools))
+    assert r["calls"] == [("cron_add", {"kind": "daily", "hhmm": "20:00",
+                                        "text": "Remind the owner to water the plants (send_message)"})]
+    r = brain.think(fmt([("user", "remind me daily at 7:30 stretch"), ("call", "c1", "cron_add", {}),
+                         ("result", "c1", "added j3: daily at 07:30", False)], tools=tools))
+    assert "added j3" in r["text"] and r["calls"] == []
+    r = brain.think(fmt([("user", "remind me every day at 8 to water the plants")]))  # no cron_add offered
+    assert r["calls"] == [] and "not offered" in r["text"]
