@@ -126,11 +126,11 @@ class Telegram:
                                          "allowed_updates": "message edited_message callback_query".split()},
                           self.bufs[0], config.TG_POLL_DEADLINE_MS)
 
-    def updates(self, pending):
+    def updates(self, p):
         """A poll's answer: the list of updates, or the start of the answer (the poll
         buffer, a bytearray; read it before the next poll) when it did not fit. Raises ``TgError``, ``OSError`` (also for an answer
         whose ``result`` is not a list)."""
-        return self._done(pending.finish(), 2)
+        return self._done(p.finish(), 2)
 
     def _done(self, r, want):
         """A finished call's answer: ``want`` 0 True, 1 the ``result``, 2 a poll's list of
@@ -142,20 +142,20 @@ class Telegram:
         answer that is not the Bot API's JSON object (HTML from a proxy, a list, ``null``,
         cut JSON, a poll's ``result`` that is not a list) is an ``OSError``."""
         if r.status != 200:
-            code, desc, after = r.status, "HTTP %d" % r.status, None
+            code, msg, after = r.status, "HTTP %d" % r.status, None
             try:
                 d = r.json()
                 c, t, p = d.get("error_code"), d.get("description"), d.get("parameters")
                 if type(c) is int:
                     code = c
                 if isinstance(t, str):
-                    desc = t
+                    msg = t
                 a = p.get("retry_after") if isinstance(p, dict) else None
                 if type(a) in (int, float) and a >= 0:  # not NaN; inf becomes the cap
                     after = int(min(a, config.TG_RETRY_AFTER_MAX_S))
             except Exception:  # noqa: BLE001 - not a dict, not JSON: the status says it
                 pass
-            raise TgError(code, desc, after)
+            raise TgError(code, msg, after)
         if not want:
             return True
         if r.truncated:
@@ -163,9 +163,9 @@ class Telegram:
                 return self.bufs[0]  # full: the kept start of the answer
             raise OSError("too big")
         try:
-            res = r.json()["result"]
-            if want < 2 or isinstance(res, list):
-                return res
+            d = r.json()["result"]
+            if want < 2 or isinstance(d, list):
+                return d
         except Exception:  # noqa: BLE001 - ValueError, TypeError, KeyError: all a failed call
             pass
         raise OSError("bad answer")
@@ -191,9 +191,9 @@ class Telegram:
             self.poll.close()  # never raises (seam.Conn.close)
             self.poll = None
         for u in self.held or ():
-            uid = u.get("update_id") if isinstance(u, dict) else None
-            if isinstance(uid, int) and uid < self.offset:
-                self.offset = uid
+            i = u.get("update_id") if isinstance(u, dict) else None
+            if isinstance(i, int) and i < self.offset:
+                self.offset = i
                 self.unsaved += 1
         self.held = None
         self.save_offset(force=True)
@@ -202,7 +202,7 @@ class Telegram:
         """True once this tick has spent ``TG_CALL_DEADLINE_MS``: the rest waits a pass."""
         return seam.ticks_diff(seam.ticks_ms(), self.t0) > config.TG_CALL_DEADLINE_MS
 
-    def tick(self, now_ms):
+    def tick(self, now):
         """One step: poll, send, typing, offset. Returns True when something was done."""
         self.t0 = seam.ticks_ms()
         token = self.api.token()
@@ -218,14 +218,14 @@ class Telegram:
             self.offset = 0
             self.key = token
         if self.me is None:  # getMe (id and username, for groups), the kept offset, the menu
-            if seam.ticks_diff(now_ms, self.poll_at) < 0:
+            if seam.ticks_diff(now, self.poll_at) < 0:
                 return False
             try:
                 me = self.api.call("getMe", want_result=True)
                 if not isinstance(me, dict):
                     raise OSError("bad answer")
             except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: a failed call
-                self._fail(e, now_ms)
+                self._fail(e, now)
                 return False
             self.me = me
             key, _, value = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
@@ -241,9 +241,9 @@ class Telegram:
             log.info("tg", "bot @%s", me.get("username"))
             if not commands.allowed():
                 print("\n" + commands.text("banner", me.get("username"), commands.new_code()))
-        busy = self._poll(now_ms)
+        busy = self._poll(now)
         q = self.outq
-        if q and seam.ticks_diff(now_ms, self.send_at) >= 0 and not self._late():  # the oldest chunk
+        if q and seam.ticks_diff(now, self.send_at) >= 0 and not self._late():  # the oldest chunk
             busy = True
             item = q[0]
             cid, md, count, mode = item
@@ -270,14 +270,14 @@ class Telegram:
                     self.dropped += 1
                     log.error("tg", "lost %s %s", cid, e)
                 else:  # 429 as told; 5xx and the network: 1 s doubling
-                    self.send_at = seam.ticks_add(now_ms, 1000 * min(after or 5, config.TG_RETRY_AFTER_MAX_S)
+                    self.send_at = seam.ticks_add(now, 1000 * min(after or 5, config.TG_RETRY_AFTER_MAX_S)
                                                   if code == 429 else
                                                   min(config.TG_BACKOFF_MIN_MS << count, config.TG_BACKOFF_MAX_MS))
-        if self.typing and seam.ticks_diff(now_ms, self.typing_at) >= 0 <= seam.ticks_diff(now_ms, self.send_at) \
+        if self.typing and seam.ticks_diff(now, self.typing_at) >= 0 <= seam.ticks_diff(now, self.send_at) \
                 and not self._late():
-            self.typing_at = seam.ticks_add(now_ms, config.TG_TYPING_EVERY_MS)  # Telegram shows it 5 s
+            self.typing_at = seam.ticks_add(now, config.TG_TYPING_EVERY_MS)  # Telegram shows it 5 s
             for cid in list(self.typing):
-                if seam.ticks_diff(now_ms, self.typing[cid]) > config.TG_TYPING_MAX_MS:
+                if seam.ticks_diff(now, self.typing[cid]) > config.TG_TYPING_MAX_MS:
                     del self.typing[cid]  # nobody ended it
                     continue
                 if self._late():
@@ -383,9 +383,9 @@ class Telegram:
                             continue
                         t = commands.text("caption", kind or "file", t)
                     elif t[:1] == "/":
-                        reply = commands.run(t, "telegram", cid)
-                        if reply is not None:
-                            self.queue_text(cid, reply, True)
+                        r = commands.run(t, "telegram", cid)
+                        if r is not None:
+                            self.queue_text(cid, r, True)
                             continue
                     from mimi.storage import sessions
 
@@ -407,23 +407,23 @@ class Telegram:
             return False
         p, self.poll = self.poll, None
         try:
-            got = self.api.updates(p)
+            r = self.api.updates(p)
         except Exception as e:  # noqa: BLE001 - TgError, OSError: back off, never end the thread
             self._fail(e, now)
             return False
-        if not isinstance(got, list):  # over the poll buffer: one at a time, then skip it
+        if not isinstance(r, list):  # over the poll buffer: one at a time, then skip it
             if self.limit > 1:
                 self.limit = 1
             else:
                 ids = []  # the update's id, then its chat's: the number after each key, anywhere in what was kept
                 for key in '"update_id": "chat":{"id":'.split():
                     key = key.encode()
-                    i = got.find(key)
+                    i = r.find(key)
                     j = k = i + len(key)
-                    while i >= 0 and k < len(got) and got[k] in b"-0123456789":
+                    while i >= 0 and k < len(r) and r[k] in b"-0123456789":
                         k += 1
                     try:
-                        ids.append(int(got[j:k]) if i >= 0 else None)
+                        ids.append(int(r[j:k]) if i >= 0 else None)
                     except ValueError:
                         ids.append(None)
                 i, chat = ids
@@ -442,16 +442,16 @@ class Telegram:
             return self._poll(now)
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.limit = config.TG_POLL_LIMIT
-        if got:
+        if r:
             keep = []  # Telegram sends ids in ascending order: an id below the offset is a repeat
-            for u in got:
+            for u in r:
                 i = u.get("update_id") if isinstance(u, dict) else None
                 if isinstance(i, int) and i >= self.offset:
                     self.offset = i + 1
                     keep.append(u)
                 else:
                     log.warn("tg", "ignored %s", i)
-            self.unsaved += len(got)
+            self.unsaved += len(r)
             self.held = keep
         return self._poll(now)  # at once: the next poll, which confirms these
 
