@@ -53,50 +53,16 @@ Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
 """
 import json
 
-from micropython import const
-
 from mimi import commands, config, log, seam
 from mimi.channels import tgformat
 
-_TOKEN = const("bot token? from mimi import cli; cli.set_tg_token('123:ABC...')")
-_TOKEN_HOST = const("bot token? set MIMI_TG_TOKEN=123:ABC... before python3 -m host_sim run")
-# Message kinds that carry media or data but no text (a caption, when present, counts).
-_MEDIA = const("photo sticker voice audio video video_note animation document location venue contact poll "
-               "dice game story paid_media")
+# Texts (the missing token, the media kinds) live in texts.md: a string constant costs
+# heap for as long as the module is loaded (docs/heap.md).
 
 
 class TgError(Exception):
     """The Bot API said no. ``args``: (code (HTTP status or error_code), description,
     retry_after in seconds for 429, else None)."""
-
-
-def _error(r):
-    """A refused call's answer as a ``TgError``. Fields of the wrong type, or an answer that
-    is not the Bot API's JSON (a proxy's page, a cut answer), fall back to the HTTP status;
-    ``retry_after`` is kept only as a number from 0 to ``TG_RETRY_AFTER_MAX_S``."""
-    code, desc, after = r.status, "HTTP %d" % r.status, None
-    try:
-        d = r.json()
-        c, t, p = d.get("error_code"), d.get("description"), d.get("parameters")
-        if type(c) is int:
-            code = c
-        if isinstance(t, str):
-            desc = t
-        a = p.get("retry_after") if isinstance(p, dict) else None
-        if type(a) in (int, float) and a >= 0:  # not NaN; inf becomes the cap
-            after = int(min(a, config.TG_RETRY_AFTER_MAX_S))
-    except Exception:  # noqa: BLE001 - not a dict, not JSON: the status says it
-        pass
-    return TgError(code, desc, after)
-
-
-def _result(r):
-    """The ``result`` of a 200 answer; ``OSError`` when the answer is not the Bot API's
-    JSON object (HTML from a proxy, a list, ``null``, cut JSON)."""
-    try:
-        return r.json()["result"]
-    except Exception:  # noqa: BLE001 - ValueError, TypeError, KeyError: all a failed call
-        raise OSError("bad answer")
 
 
 class Telegram:
@@ -151,35 +117,59 @@ class Telegram:
         whatever its size (sendMessage echoes the whole message, which need not be read).
         Raises ``TgError`` (not 200), ``OSError`` (network, or an answer that is not the
         Bot API's JSON), ``ValueError`` (a malformed ``tg_api_base``)."""
-        r = self._post(method, params, self.bufs[1], config.TG_CALL_DEADLINE_MS).finish()
-        if r.status != 200:
-            raise _error(r)
-        if not want_result:
-            return True
-        if r.truncated:
-            raise OSError("too big")
-        return _result(r)
+        return self._done(self._post(method, params, self.bufs[1], config.TG_CALL_DEADLINE_MS).finish(),
+                          1 if want_result else 0)
 
     def start_poll(self, offset, timeout_s, limit):
         """Send a getUpdates long poll; return its ``http.Pending``. Sending it confirms
         every update below ``offset`` to Telegram."""
         return self._post("getUpdates", {"offset": offset, "timeout": timeout_s, "limit": limit,
-                                         "allowed_updates": ("message", "edited_message", "callback_query")},
+                                         "allowed_updates": "message edited_message callback_query".split()},
                           self.bufs[0], config.TG_POLL_DEADLINE_MS)
 
-    def updates(self, pending):
+    def updates(self, p):
         """A poll's answer: the list of updates, or the start of the answer (the poll
         buffer, a bytearray; read it before the next poll) when it did not fit. Raises ``TgError``, ``OSError`` (also for an answer
         whose ``result`` is not a list)."""
-        r = pending.finish()
+        return self._done(p.finish(), 2)
+
+    def _done(self, r, want):
+        """A finished call's answer: ``want`` 0 True, 1 the ``result``, 2 a poll's list of
+        updates (or the kept start of an answer over the poll buffer).
+
+        Not 200: a ``TgError``. Fields of the wrong type, or an answer that is not the Bot
+        API's JSON (a proxy's page, a cut answer), fall back to the HTTP status;
+        ``retry_after`` is kept only as a number from 0 to ``TG_RETRY_AFTER_MAX_S``. A 200
+        answer that is not the Bot API's JSON object (HTML from a proxy, a list, ``null``,
+        cut JSON, a poll's ``result`` that is not a list) is an ``OSError``."""
         if r.status != 200:
-            raise _error(r)
+            code, msg, after = r.status, "HTTP %d" % r.status, None
+            try:
+                d = r.json()
+                c, t, p = d.get("error_code"), d.get("description"), d.get("parameters")
+                if type(c) is int:
+                    code = c
+                if isinstance(t, str):
+                    msg = t
+                a = p.get("retry_after") if isinstance(p, dict) else None
+                if type(a) in (int, float) and a >= 0:  # not NaN; inf becomes the cap
+                    after = int(min(a, config.TG_RETRY_AFTER_MAX_S))
+            except Exception:  # noqa: BLE001 - not a dict, not JSON: the status says it
+                pass
+            raise TgError(code, msg, after)
+        if not want:
+            return True
         if r.truncated:
-            return self.bufs[0]  # full: the kept start of the answer
-        res = _result(r)
-        if not isinstance(res, list):
-            raise OSError("bad answer")
-        return res
+            if want > 1:
+                return self.bufs[0]  # full: the kept start of the answer
+            raise OSError("too big")
+        try:
+            d = r.json()["result"]
+            if want < 2 or isinstance(d, list):
+                return d
+        except Exception:  # noqa: BLE001 - ValueError, TypeError, KeyError: all a failed call
+            pass
+        raise OSError("bad answer")
 
     # -- the channel -------------------------------------------------------------------
 
@@ -202,9 +192,9 @@ class Telegram:
             self.poll.close()  # never raises (seam.Conn.close)
             self.poll = None
         for u in self.held or ():
-            uid = u.get("update_id") if isinstance(u, dict) else None
-            if isinstance(uid, int) and uid < self.offset:
-                self.offset = uid
+            i = u.get("update_id") if isinstance(u, dict) else None
+            if isinstance(i, int) and i < self.offset:
+                self.offset = i
                 self.unsaved += 1
         self.held = None
         self.save_offset(force=True)
@@ -213,13 +203,13 @@ class Telegram:
         """True once this tick has spent ``TG_CALL_DEADLINE_MS``: the rest waits a pass."""
         return seam.ticks_diff(seam.ticks_ms(), self.t0) > config.TG_CALL_DEADLINE_MS
 
-    def tick(self, now_ms):
+    def tick(self, now):
         """One step: poll, send, typing, offset. Returns True when something was done."""
         self.t0 = seam.ticks_ms()
         token = self.api.token()
         if not token:
             if not self.quiet:
-                log.warn("tg", _TOKEN_HOST if seam.on_host() else _TOKEN)
+                log.warn("tg", commands.text("no_token_h" if seam.on_host() else "no_token"))
                 self.quiet = True
             return False
         self.quiet = False
@@ -229,14 +219,14 @@ class Telegram:
             self.offset = 0
             self.key = token
         if self.me is None:  # getMe (id and username, for groups), the kept offset, the menu
-            if seam.ticks_diff(now_ms, self.poll_at) < 0:
+            if seam.ticks_diff(now, self.poll_at) < 0:
                 return False
             try:
                 me = self.api.call("getMe", want_result=True)
                 if not isinstance(me, dict):
                     raise OSError("bad answer")
             except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: a failed call
-                self._fail(e, now_ms)
+                self._fail(e, now)
                 return False
             self.me = me
             key, _, value = (seam.store_get(config.TG_OFFSET_KEY) or "").partition(":")
@@ -252,13 +242,43 @@ class Telegram:
             log.info("tg", "bot @%s", me.get("username"))
             if not commands.allowed():
                 print("\n" + commands.text("banner", me.get("username"), commands.new_code()))
-        busy = self._poll(now_ms)
-        busy = not self._late() and self._send(now_ms) or busy
-        if self.typing and seam.ticks_diff(now_ms, self.typing_at) >= 0 <= seam.ticks_diff(now_ms, self.send_at) \
+        busy = self._poll(now)
+        q = self.outq
+        if q and seam.ticks_diff(now, self.send_at) >= 0 and not self._late():  # the oldest chunk
+            busy = True
+            item = q[0]
+            cid, md, count, mode = item
+            try:
+                self.api.call("sendMessage", {"chat_id": cid, "text": md} if mode else
+                              {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
+                q.pop(0)
+            except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: never the thread
+                code, msg, after = e.args if isinstance(e, TgError) else (0, "", None)
+                msg = msg.lower()
+                item[2] = count = count + 1
+                if code == 400 and "parse" in msg and not mode:  # "can't parse entities"
+                    item[3] = 1
+                elif code == 400 and "empty" in msg and mode < 2:  # "message text is empty": as typed,
+                    if mode:  # then a line that says so (an empty code block, only Unicode spaces)
+                        item[1] = "(no reply)"
+                    item[3] = mode + 1
+                elif code == 400 and "too long" in msg and mode < 2:
+                    q.pop(0)
+                    for c in reversed(tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)):
+                        q.insert(0, [cid, c, count, 2])
+                elif count >= config.TG_SEND_TRIES or 400 <= code < 500 and code != 429:  # for good
+                    q.pop(0)
+                    self.dropped += 1
+                    log.error("tg", "lost %s %s", cid, e)
+                else:  # 429 as told; 5xx and the network: 1 s doubling
+                    self.send_at = seam.ticks_add(now, 1000 * min(after or 5, config.TG_RETRY_AFTER_MAX_S)
+                                                  if code == 429 else
+                                                  min(config.TG_BACKOFF_MIN_MS << count, config.TG_BACKOFF_MAX_MS))
+        if self.typing and seam.ticks_diff(now, self.typing_at) >= 0 <= seam.ticks_diff(now, self.send_at) \
                 and not self._late():
-            self.typing_at = seam.ticks_add(now_ms, config.TG_TYPING_EVERY_MS)  # Telegram shows it 5 s
+            self.typing_at = seam.ticks_add(now, config.TG_TYPING_EVERY_MS)  # Telegram shows it 5 s
             for cid in list(self.typing):
-                if seam.ticks_diff(now_ms, self.typing[cid]) > config.TG_TYPING_MAX_MS:
+                if seam.ticks_diff(now, self.typing[cid]) > config.TG_TYPING_MAX_MS:
                     del self.typing[cid]  # nobody ended it
                     continue
                 if self._late():
@@ -289,9 +309,10 @@ class Telegram:
             if code == 429:
                 wait = 1000 * min(int(after or 5), config.TG_RETRY_AFTER_MAX_S)
             elif code == 409 and "webhook" in msg.lower():
-                log.warn("tg", "deleteWebhook")
+                msg = "deleteWebhook"  # one string, logged and called
+                log.warn("tg", msg)
                 try:
-                    self._late() or self.api.call("deleteWebhook")
+                    self._late() or self.api.call(msg)
                 except Exception:  # noqa: BLE001 - the next poll tells
                     pass
                 wait = config.TG_BACKOFF_MIN_MS
@@ -300,7 +321,7 @@ class Telegram:
                 log.warn("tg", commands.text("tg_409"), wait // 1000)
             elif code in (401, 404):
                 wait = config.TG_AUTH_BACKOFF_MS
-                log.error("tg", _TOKEN_HOST if seam.on_host() else _TOKEN)
+                log.error("tg", commands.text("no_token_h" if seam.on_host() else "no_token"))
         if wait is None:
             wait = self.backoff_ms
             self.backoff_ms = min(wait * 2, config.TG_BACKOFF_MAX_MS)
@@ -317,8 +338,75 @@ class Telegram:
                 self._fail(e, now)
                 return False
             held, self.held = self.held, None  # the poll just sent confirms them: act on them now
-            for u in held or ():
-                self._handle(u, now)
+            for u in held or ():  # act on one update; a failure is logged, the update stays confirmed
+                try:
+                    m = u.get("message")
+                    if m is None:  # edits are ignored; a callback query is answered (stops its spinner)
+                        t = "callback_query"
+                        if t in u:
+                            self.api.call("answerCallbackQuery", {t + "_id": u[t].get("id")})
+                        continue
+                    chat = m.get("chat") or {}
+                    cid = str(chat.get("id"))
+                    kind = chat.get("type")
+                    if kind == "channel" or cid == "None":
+                        continue
+                    t = m.get("text")
+                    cap = t is None  # media (with a caption, or none), or a service message
+                    if cap:
+                        t = m.get("caption")
+                    if t is not None:
+                        t = tgformat.fix_surrogates(t)
+                    group = kind in ("group", "supergroup")
+                    if group:  # only when mentioned or replied to
+                        if t is None:
+                            continue
+                        me = self.me
+                        name = "@%s" % me.get("username")
+                        k = t.lower().find(name.lower())
+                        if k >= 0:
+                            t = (t[:k] + t[k + len(name):]).strip()
+                        elif ((m.get("reply_to_message") or {}).get("from") or {}).get("id") != me.get("id"):
+                            continue
+                    if not commands.is_allowed(cid):
+                        if t is not None and commands.try_code(cid, t):
+                            log.info("tg", "paired %s", cid)
+                            self.queue_text(cid, commands.text("paired"), True)
+                            continue
+                        log.info("tg", "denied %s", cid)
+                        last = self.told.get(cid)
+                        if last is None or seam.ticks_diff(now, last) >= config.TG_DENY_REPLY_MS:
+                            if last is None and len(self.told) >= config.TG_DENY_CHATS_MAX:
+                                del self.told[min(self.told, key=self.told.get)]  # forget the oldest
+                            self.told[cid] = now
+                            self.queue_text(cid, commands.text("deny", cid, cid), True)
+                        continue
+                    if cap:
+                        kind = None
+                        for k in commands.text("media").split():
+                            if k in m:
+                                kind = k
+                                break
+                        if t is None:  # media without a caption, or a service message (member joined, ...)
+                            if kind:
+                                self.queue_text(cid, config.TG_MEDIA_REPLY, True)
+                            continue
+                        t = commands.text("caption", kind or "file", t)
+                    elif t[:1] == "/":
+                        r = commands.run(t, "telegram", cid)
+                        if r is not None:
+                            self.queue_text(cid, r, True)
+                            continue
+                    from mimi.storage import sessions
+
+                    if not self.bus.inbound.put({"channel": "telegram", "chat_id": cid, "text": t,
+                                                 "session": sessions.key_for("telegram", cid),
+                                                 "user": (m.get("from") or {}).get("first_name", ""),
+                                                 "message_id": m.get("message_id"), "is_group": group}):
+                        log.warn("tg", "busy %s", cid)
+                        self.queue_text(cid, commands.text("busy"), True)
+                except Exception as e:  # noqa: BLE001 - a poison update must not stop the channel
+                    log.exc("tg", "update", e)
             return True
         if self.poll.expired():
             self.poll.close()
@@ -329,22 +417,23 @@ class Telegram:
             return False
         p, self.poll = self.poll, None
         try:
-            got = self.api.updates(p)
+            r = self.api.updates(p)
         except Exception as e:  # noqa: BLE001 - TgError, OSError: back off, never end the thread
             self._fail(e, now)
             return False
-        if not isinstance(got, list):  # over the poll buffer: one at a time, then skip it
+        if not isinstance(r, list):  # over the poll buffer: one at a time, then skip it
             if self.limit > 1:
                 self.limit = 1
             else:
                 ids = []  # the update's id, then its chat's: the number after each key, anywhere in what was kept
-                for key in (b'"update_id":', b'"chat":{"id":'):
-                    i = got.find(key)
+                for key in '"update_id": "chat":{"id":'.split():
+                    key = key.encode()
+                    i = r.find(key)
                     j = k = i + len(key)
-                    while i >= 0 and k < len(got) and got[k] in b"-0123456789":
+                    while i >= 0 and k < len(r) and r[k] in b"-0123456789":
                         k += 1
                     try:
-                        ids.append(int(got[j:k]) if i >= 0 else None)
+                        ids.append(int(r[j:k]) if i >= 0 else None)
                     except ValueError:
                         ids.append(None)
                 i, chat = ids
@@ -363,88 +452,18 @@ class Telegram:
             return self._poll(now)
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.limit = config.TG_POLL_LIMIT
-        if got:
+        if r:
             keep = []  # Telegram sends ids in ascending order: an id below the offset is a repeat
-            for u in got:
+            for u in r:
                 i = u.get("update_id") if isinstance(u, dict) else None
                 if isinstance(i, int) and i >= self.offset:
                     self.offset = i + 1
                     keep.append(u)
                 else:
                     log.warn("tg", "ignored %s", i)
-            self.unsaved += len(got)
+            self.unsaved += len(r)
             self.held = keep
         return self._poll(now)  # at once: the next poll, which confirms these
-
-    def _handle(self, u, now):
-        """Act on one update; any failure is logged and the update stays confirmed."""
-        try:
-            m = u.get("message")
-            if m is None:  # edits are ignored; a callback query is answered (stops its spinner)
-                if "callback_query" in u:
-                    self.api.call("answerCallbackQuery", {"callback_query_id": u["callback_query"].get("id")})
-                return
-            chat = m.get("chat") or {}
-            cid = str(chat.get("id"))
-            kind = chat.get("type")
-            if kind == "channel" or cid == "None":
-                return
-            t = m.get("text")
-            cap = t is None  # media (with a caption, or none), or a service message
-            if cap:
-                t = m.get("caption")
-            if t is not None:
-                t = tgformat.fix_surrogates(t)
-            group = kind in ("group", "supergroup")
-            if group:  # only when mentioned or replied to
-                if t is None:
-                    return
-                me = self.me
-                name = "@%s" % me.get("username")
-                k = t.lower().find(name.lower())
-                if k >= 0:
-                    t = (t[:k] + t[k + len(name):]).strip()
-                elif ((m.get("reply_to_message") or {}).get("from") or {}).get("id") != me.get("id"):
-                    return
-            if not commands.is_allowed(cid):
-                if t is not None and commands.try_code(cid, t):
-                    log.info("tg", "paired %s", cid)
-                    self.queue_text(cid, commands.text("paired"), True)
-                    return
-                log.info("tg", "denied %s", cid)
-                last = self.told.get(cid)
-                if last is None or seam.ticks_diff(now, last) >= config.TG_DENY_REPLY_MS:
-                    if last is None and len(self.told) >= config.TG_DENY_CHATS_MAX:
-                        del self.told[min(self.told, key=self.told.get)]  # forget the oldest
-                    self.told[cid] = now
-                    self.queue_text(cid, commands.text("deny", cid, cid), True)
-                return
-            if cap:
-                kind = None
-                for k in _MEDIA.split():
-                    if k in m:
-                        kind = k
-                        break
-                if t is None:  # media without a caption, or a service message (member joined, ...)
-                    if kind:
-                        self.queue_text(cid, config.TG_MEDIA_REPLY, True)
-                    return
-                t = commands.text("caption", kind or "file", t)
-            elif t[:1] == "/":
-                reply = commands.run(t, "telegram", cid)
-                if reply is not None:
-                    self.queue_text(cid, reply, True)
-                    return
-            from mimi.storage import sessions
-
-            if not self.bus.inbound.put({"channel": "telegram", "chat_id": cid, "text": t,
-                                         "session": sessions.key_for("telegram", cid),
-                                         "user": (m.get("from") or {}).get("first_name", ""),
-                                         "message_id": m.get("message_id"), "is_group": group}):
-                log.warn("tg", "busy %s", cid)
-                self.queue_text(cid, commands.text("busy"), True)
-        except Exception as e:  # noqa: BLE001 - a poison update must not stop the channel
-            log.exc("tg", "update", e)
 
     # -- out ---------------------------------------------------------------------------
 
@@ -472,38 +491,4 @@ class Telegram:
             if len(self.outq) >= config.TG_OUTQ_MAX:
                 return False
             self.queue_text(cid, t)
-        return True
-
-    def _send(self, now):
-        """Send the oldest queued chunk when due. Returns True when it tried."""
-        q = self.outq
-        if not q or seam.ticks_diff(now, self.send_at) < 0:
-            return False
-        item = q[0]
-        cid, md, count, mode = item
-        try:
-            self.api.call("sendMessage", {"chat_id": cid, "text": md} if mode else
-                          {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
-            q.pop(0)
-        except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: never the thread
-            code, msg, after = e.args if isinstance(e, TgError) else (0, "", None)
-            msg = msg.lower()
-            item[2] = count = count + 1
-            if code == 400 and "parse" in msg and not mode:  # "can't parse entities"
-                item[3] = 1
-            elif code == 400 and "empty" in msg and mode < 2:  # "message text is empty": as typed,
-                if mode:  # then a line that says so (an empty code block, only Unicode spaces)
-                    item[1] = "(no reply)"
-                item[3] = mode + 1
-            elif code == 400 and "too long" in msg and mode < 2:
-                q.pop(0)
-                for c in reversed(tgformat.split(md, tgformat.TEXT_MAX_UNITS // 2)):
-                    q.insert(0, [cid, c, count, 2])
-            elif count >= config.TG_SEND_TRIES or 400 <= code < 500 and code != 429:  # for good
-                q.pop(0)
-                self.dropped += 1
-                log.error("tg", "lost %s %s", cid, e)
-            else:  # 429 as told; 5xx and the network: 1 s doubling
-                self.send_at = seam.ticks_add(now, 1000 * min(after or 5, config.TG_RETRY_AFTER_MAX_S) if code == 429
-                                              else min(config.TG_BACKOFF_MIN_MS << count, config.TG_BACKOFF_MAX_MS))
         return True
