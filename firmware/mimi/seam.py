@@ -17,10 +17,8 @@ import os
 import sys
 import time
 
-try:
-    import _thread
-except ImportError:  # pragma: no cover - every port mimi targets has threads
-    _thread = None
+import _thread
+from micropython import const
 
 if sys.platform == "esp32":
     _RT = "esp32"
@@ -31,21 +29,11 @@ else:
 
 # Seconds from 1970-01-01 to the port's epoch (2000-01-01 on ports built that way).
 _EPOCH_OFFSET = 946684800 if time.gmtime(0)[0] == 2000 else 0
-_SYNCED_AFTER_S = 1704067200  # 2024-01-01: a clock before this was never set
 
 # -- flash ----------------------------------------------------------------------------
 
-_root = ""
-
-
-def _init_root():
-    global _root
-    if _RT != "esp32":
-        r = os.getenv("MIMI_FLASH") or "flash"
-        _root = r.rstrip("/")
-
-
-_init_root()
+# The host folder that plays the flash ('' on the device); real_path("") reads it.
+_root = "" if _RT == "esp32" else (os.getenv("MIMI_FLASH") or "flash").rstrip("/")
 
 
 def set_flash_root(path):
@@ -62,11 +50,6 @@ def set_flash_root(path):
         os.environ["MIMI_FLASH"] = _root
     except AttributeError:  # MicroPython: no os.environ
         os.putenv("MIMI_FLASH", _root)
-
-
-def flash_root():
-    """The host folder that plays the flash ('' on the device)."""
-    return _root
 
 
 def real_path(path):
@@ -125,15 +108,14 @@ def mktime(tm):
 
 def clock_synced():
     """True once the wall clock has been set (by NTP on the device; always on a host)."""
-    return time_s() > _SYNCED_AFTER_S
+    return time_s() > 1704067200  # 2024-01-01: a clock before this was never set
 
 
 # -- threads --------------------------------------------------------------------------
 
 
-def allocate_lock():
-    """A new ``_thread`` lock (``acquire(waitflag=1, timeout=-1)``, ``release``)."""
-    return _thread.allocate_lock()
+# allocate_lock(): a new ``_thread`` lock (``acquire(waitflag=1, timeout=-1)``, ``release``).
+allocate_lock = _thread.allocate_lock
 
 
 def start_thread(fn, args=(), stack_bytes=0):
@@ -146,43 +128,34 @@ def start_thread(fn, args=(), stack_bytes=0):
         try:
             _thread.stack_size(stack_bytes)
         except (ValueError, OSError):
-            pass
+            stack_bytes = 0  # not taken: nothing to put back
     try:
         return _thread.start_new_thread(fn, tuple(args))
     finally:
         if stack_bytes:
-            try:
-                _thread.stack_size(0)
-            except (ValueError, OSError):
-                pass
+            _thread.stack_size(0)
 
 
 # -- heap -----------------------------------------------------------------------------
 
 
-def collect():
-    """Run the garbage collector."""
-    gc.collect()
+def _none():
+    return None
 
 
-def mem_free():
-    """Free GC heap in bytes; None where the runtime has no fixed heap (CPython)."""
-    f = getattr(gc, "mem_free", None)
-    return f() if f else None
-
-
-def mem_alloc():
-    """Allocated GC heap in bytes; None on CPython."""
-    f = getattr(gc, "mem_alloc", None)
-    return f() if f else None
+# collect(): run the garbage collector.
+collect = gc.collect
+# mem_free(), mem_alloc(): free and allocated GC heap in bytes; None where the runtime has
+# no fixed heap (CPython).
+mem_free = getattr(gc, "mem_free", _none)
+mem_alloc = getattr(gc, "mem_alloc", _none)
 
 
 def describe():
     """One line naming the runtime, for status output: e.g. ``MicroPython 1.24.1 (esp32)``."""
     impl = sys.implementation
-    v = ".".join(str(x) for x in impl.version[:3])
-    name = "MicroPython" if impl.name == "micropython" else "CPython"
-    return "%s %s (%s)" % (name, v, _RT)
+    return "%s %d.%d.%d (%s)" % (("MicroPython" if impl.name == "micropython" else "CPython",)
+                                 + tuple(impl.version[:3]) + (_RT,))
 
 
 def on_host():
@@ -195,8 +168,7 @@ def on_host():
 
 # -- settings store (NVS namespace "mimi") -------------------------------------------
 
-_NVS_NS = "mimi"
-_VALUE_MAX = 512  # bytes: settings are short strings (keys, URLs, chat id lists)
+_VALUE_MAX = const(512)  # bytes: settings are short strings (keys, URLs, chat id lists)
 _nvs = None
 _nvs_lock = None
 
@@ -207,7 +179,7 @@ def _store():
         import esp32  # the real module on the device, host_sim's stand-in elsewhere
 
         _nvs_lock = _thread.allocate_lock()
-        _nvs = esp32.NVS(_NVS_NS)
+        _nvs = esp32.NVS("mimi")
     return _nvs
 
 
@@ -279,21 +251,16 @@ def pwm(n, freq_hz, duty_u16):
     return machine.PWM(machine.Pin(n), freq=freq_hz, duty_u16=duty_u16)
 
 
-_wdt = None
+# wdt_feed(): feed the watchdog, if started (until then it does nothing).
+wdt_feed = _none
 
 
 def wdt_start(timeout_ms):
-    """Start the hardware watchdog (it cannot be stopped once started)."""
-    global _wdt
+    """Start the hardware watchdog (it cannot be stopped once started); ``wdt_feed`` feeds it."""
+    global wdt_feed
     import machine
 
-    _wdt = machine.WDT(timeout=timeout_ms)
-
-
-def wdt_feed():
-    """Feed the watchdog, if started."""
-    if _wdt is not None:
-        _wdt.feed()
+    wdt_feed = machine.WDT(timeout=timeout_ms).feed
 
 
 def reset():
@@ -301,21 +268,6 @@ def reset():
     import machine
 
     machine.reset()
-
-
-def reset_requested():
-    """Host runtimes: True once ``machine.reset()`` or the watchdog asked for a reset."""
-    import machine
-
-    return bool(getattr(machine, "RESET_REQUESTED", False))
-
-
-def unique_id():
-    """The chip's unique id as hex text."""
-    import machine
-
-    import binascii
-    return binascii.hexlify(machine.unique_id()).decode()
 
 
 def rtc_memory(data=None):
@@ -591,8 +543,8 @@ def reset_cause():
     import machine
 
     c = machine.reset_cause()
-    for name, attr in (("power", "PWRON_RESET"), ("hard", "HARD_RESET"), ("watchdog", "WDT_RESET"),
-                       ("soft", "SOFT_RESET"), ("deepsleep", "DEEPSLEEP_RESET")):
-        if getattr(machine, attr, None) == c:
+    for name in ("power", "hard", "watchdog", "soft", "deepsleep"):
+        k = "PWRON" if name == "power" else "WDT" if name == "watchdog" else name.upper()
+        if getattr(machine, k + "_RESET", None) == c:  # machine.PWRON_RESET, ...
             return name
     return "unknown"
