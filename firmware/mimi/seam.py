@@ -20,6 +20,14 @@ import time
 import _thread
 from micropython import const
 
+from mimi import pick
+
+# The messages, by key (``mimi.pick``: one string in RAM, not one each).
+_MSG = const("|root the device's flash root is fixed|link %s leads outside /data through a link"
+             "|utf W settings: %s is not UTF-8; using the default|long setting %s: value over %d bytes"
+             "|none host not found: %s|wifi no WiFi: cannot reach %s|dns cannot resolve %s (%s)"
+             "|tls %s's certificate was refused: %s|")
+
 if sys.platform == "esp32":
     _RT = "esp32"
 elif sys.implementation.name == "micropython":
@@ -44,7 +52,7 @@ def set_flash_root(path):
     """
     global _root
     if _RT == "esp32":
-        raise OSError("the device's flash root is fixed")
+        raise OSError(pick(_MSG, "root"))
     _root = path.rstrip("/")
     try:
         os.environ["MIMI_FLASH"] = _root
@@ -68,7 +76,7 @@ def real_path(path):
         data = os.path.realpath(_root + "/data")
         r = os.path.realpath(p)
         if r != data and not r.startswith(data + os.sep):
-            raise OSError(13, "%s leads outside /data through a link" % path)
+            raise OSError(13, pick(_MSG, "link") % path)
     return p
 
 
@@ -199,7 +207,7 @@ def store_get(key):
     try:
         return bytes(buf[:n]).decode()
     except UnicodeError:  # a damaged value reads as unset (its default); setting it again mends it
-        print("W settings: %s is not UTF-8; using the default" % key)
+        print(pick(_MSG, "utf") % key)
         return None
 
 
@@ -210,7 +218,7 @@ def store_set(key, value):
     """
     data = value.encode()
     if len(data) > _VALUE_MAX:
-        raise ValueError("setting %s: value over %d bytes" % (key, _VALUE_MAX))
+        raise ValueError(pick(_MSG, "long") % (key, _VALUE_MAX))
     nvs = _store()
     with _nvs_lock:
         nvs.set_blob(key, data)
@@ -234,21 +242,27 @@ def store_erase(key):
 def pin(n, mode=None, pull=None, value=None):
     """``machine.Pin(n, ...)``; ``mode`` is "in", "out" or None (leave the pin as it is:
     ``machine.Pin(n)`` alone does not reconfigure it); ``pull`` is "up", "down", "none"
-    (no pull) or None (leave the pull as it is)."""
+    (no pull) or None (leave the pull as it is).
+
+    ``mode`` "pwm": start PWM on the pin, ``value`` is ``(freq_hz, duty_u16)`` (Hz,
+    0-65535); returns the ``machine.PWM``. ``mode`` "rgb": the addressable RGB LED
+    (WS2812, GRB order) on the pin, a ``neopixel.NeoPixel`` with one LED (micropython-lib's,
+    frozen into the ESP32 port): ``np[0] = (r, g, b)`` (0-255 each), then ``np.write()``;
+    the host's stand-in records what was written.
+    """
     import machine
 
+    if mode == "pwm":
+        return machine.PWM(machine.Pin(n), freq=value[0], duty_u16=value[1])
+    if mode == "rgb":
+        import neopixel
+
+        return neopixel.NeoPixel(machine.Pin(n), 1)
     if mode is None:
         return machine.Pin(n)
     m = machine.Pin.OUT if mode == "out" else machine.Pin.IN
     p = {"up": machine.Pin.PULL_UP, "down": machine.Pin.PULL_DOWN, "none": None}.get(pull, -1)
     return machine.Pin(n, m, p) if value is None else machine.Pin(n, m, p, value=value)
-
-
-def pwm(n, freq_hz, duty_u16):
-    """Start PWM on pin ``n``: ``freq_hz`` in Hz, ``duty_u16`` 0-65535. Returns the PWM."""
-    import machine
-
-    return machine.PWM(machine.Pin(n), freq=freq_hz, duty_u16=duty_u16)
 
 
 # wdt_feed(): feed the watchdog, if started (until then it does nothing).
@@ -327,8 +341,10 @@ def wifi_scan():
             name = item[0].decode()
         except UnicodeError:
             name = repr(item[0])
-        out.append((name, item[3], item[2]))
-    out.sort(key=lambda x: -x[1])
+        i = 0
+        while i < len(out) and out[i][1] >= item[3]:  # after the stronger and the as strong
+            i += 1
+        out.insert(i, (name, item[3], item[2]))
     return out
 
 
@@ -415,13 +431,13 @@ class Conn:
         import socket
 
         self._poll = None
-        err = OSError("host not found: %s" % host)
+        err = OSError(pick(_MSG, "none") % host)
         if _RT == "esp32" and not wlan().isconnected():
-            raise OSError("no WiFi: cannot reach %s" % host)  # what to fix first, not a DNS error
+            raise OSError(pick(_MSG, "wifi") % host)  # what to fix first, not a DNS error
         try:
             ais = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
         except OSError as e:  # MicroPython says only "-202", CPython "[Errno -2] Name or service not known"
-            raise OSError("cannot resolve %s (%s)" % (host, e))
+            raise OSError(pick(_MSG, "dns") % (host, e))
         for ai in ais:
             s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
             try:
@@ -448,7 +464,7 @@ class Conn:
                     why = "mbedTLS error %d" % a[0]
                 else:
                     raise
-                raise TLSError("%s's certificate was refused: %s" % (host, why or type(e).__name__))
+                raise TLSError(pick(_MSG, "tls") % (host, why or type(e).__name__))
             if _RT == "cpython":
                 self.raw = self.s  # the plain socket was detached
 
@@ -501,21 +517,6 @@ def mtime_s(real):
     Raises ``OSError`` when it is missing. LittleFS on the device keeps mtimes.
     """
     return int(os.stat(real)[8]) + _EPOCH_OFFSET
-
-
-# -- hardware: addressable RGB LEDs (issue 7) ------------------------------------------
-
-
-def neopixel(n, count=1):
-    """A ``neopixel.NeoPixel`` on pin ``n`` with ``count`` LEDs (WS2812, GRB order).
-
-    micropython-lib's ``neopixel`` (frozen into the ESP32 port): ``np[i] = (r, g, b)``
-    (0-255 each), then ``np.write()``. The host's stand-in records what was written.
-    """
-    import machine
-    import neopixel as _np
-
-    return _np.NeoPixel(machine.Pin(n), count)
 
 
 # -- runtime: threads (issue 5; used by mimi.app) ------------------------------------
