@@ -179,10 +179,6 @@ def read_text(path, cap, offset=0):
         raise ValueError(pick(_MSG, "utf") % check(path))
 
 
-def exists(path):
-    return size(path) is not None
-
-
 def size(path):
     """Size in bytes, or None when the file is missing (0 for a folder)."""
     st = _stat(check(path))

@@ -69,7 +69,7 @@ class Tool:
                 f.seek(self.at[0])
                 last = (self, json.loads(f.read(self.at[1])))
             _last = last
-        return last[1]["description" if name == "description" else "input_schema"]
+        return last[1]["input_schema" if name == "schema" else name]
 
 
 def add(*handlers, max_bytes=_RESULT_MAX_BYTES):
@@ -130,35 +130,6 @@ def offered(denied_groups=()):
     return [t for t in _tools if t.group not in denied_groups and (t.available is None or t.available())]
 
 
-def _check(tool, args):
-    # None when ``args`` fit the tool's schema, else a message naming the problem.
-    # Checked: required names present (not null), no unknown names, each property's
-    # ``type`` (or one of a list of types: ``["string", "integer"]``) and ``enum``.
-    if not isinstance(args, dict):
-        return pick(_MSG, "obj")
-    schema = tool.schema or {}
-    props = schema.get("properties", {})
-    for k in schema.get("required", ()):
-        if args.get(k) is None:
-            return pick(_MSG, "miss") % k
-    for k in args:
-        p = props.get(k)
-        if p is None:
-            return pick(_MSG, "unk") % (k, ", ".join(props) or "none")
-        v = args[k]
-        # Its JSON type name; bool before int (a bool is an int).
-        got = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else
-               "number" if isinstance(v, float) else "string" if isinstance(v, str) else
-               "object" if isinstance(v, dict) else "array" if isinstance(v, list) else "null")
-        want = p.get("type") or got  # a name, or a list of names (any of them)
-        # No type name holds another, so ``in`` works on a name as on a list.
-        if got not in want and not (got == "integer" and "number" in want):
-            return pick(_MSG, "type") % (k, want if isinstance(want, str) else " or ".join(want), got)
-        if v not in p.get("enum", (v,)):
-            return pick(_MSG, "enum") % (k, p["enum"])
-    return None
-
-
 def execute(name, args, ctx):
     """Run tool ``name`` with ``args``; return ``(text, is_error)``, never raise.
 
@@ -177,14 +148,33 @@ def execute(name, args, ctx):
         out = "Error: " + pick(_MSG, "off") % name
     else:
         try:
-            out = _check(tool, args)
-            if out:
-                out = "Error: %s: %s" % (name, out)
-            else:
-                out = tool.handler(args, ctx)
-                out = "ok" if out is None else out
-                err = False
-                limit = tool.max_bytes
+            # The arguments first: a problem raises ValueError, reported as a handler's is.
+            if not isinstance(args, dict):
+                raise ValueError(pick(_MSG, "obj"))
+            schema = tool.schema or {}
+            props = schema.get("properties", {})
+            for k in schema.get("required", ()):
+                if args.get(k) is None:
+                    raise ValueError(pick(_MSG, "miss") % k)
+            for k in args:
+                p = props.get(k)
+                if p is None:
+                    raise ValueError(pick(_MSG, "unk") % (k, ", ".join(props) or "none"))
+                v = args[k]
+                # Its JSON type name; bool before int (a bool is an int).
+                got = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else
+                       "number" if isinstance(v, float) else "string" if isinstance(v, str) else
+                       "object" if isinstance(v, dict) else "array" if isinstance(v, list) else "null")
+                want = p.get("type") or got  # a name, or a list of names (any of them)
+                # No type name holds another, so ``in`` works on a name as on a list.
+                if got not in want and not (got == "integer" and "number" in want):
+                    raise ValueError(pick(_MSG, "type") % (k, want if isinstance(want, str) else " or ".join(want), got))
+                if v not in p.get("enum", (v,)):
+                    raise ValueError(pick(_MSG, "enum") % (k, p["enum"]))
+            out = tool.handler(args, ctx)
+            out = "ok" if out is None else out
+            err = False
+            limit = tool.max_bytes
         except MemoryError:
             return ("Error: %s: %s" % (name, pick(_MSG, "mem")), True)
         except Exception as e:  # noqa: BLE001 - any handler failure is data for the model
