@@ -17,10 +17,16 @@ import os
 import sys
 import time
 
-try:
-    import _thread
-except ImportError:  # pragma: no cover - every port mimi targets has threads
-    _thread = None
+import _thread
+from micropython import const
+
+from mimi import pick
+
+# The messages, by key (``mimi.pick``: one string in RAM, not one each).
+_MSG = const("|root the device's flash root is fixed|link %s leads outside /data through a link"
+             "|utf W settings: %s is not UTF-8; using the default|long setting %s: value over %d bytes"
+             "|none host not found: %s|wifi no WiFi: cannot reach %s|dns cannot resolve %s (%s)"
+             "|tls %s's certificate was refused: %s|")
 
 if sys.platform == "esp32":
     _RT = "esp32"
@@ -31,21 +37,11 @@ else:
 
 # Seconds from 1970-01-01 to the port's epoch (2000-01-01 on ports built that way).
 _EPOCH_OFFSET = 946684800 if time.gmtime(0)[0] == 2000 else 0
-_SYNCED_AFTER_S = 1704067200  # 2024-01-01: a clock before this was never set
 
 # -- flash ----------------------------------------------------------------------------
 
-_root = ""
-
-
-def _init_root():
-    global _root
-    if _RT != "esp32":
-        r = os.getenv("MIMI_FLASH") or "flash"
-        _root = r.rstrip("/")
-
-
-_init_root()
+# The host folder that plays the flash ('' on the device); real_path("") reads it.
+_root = "" if _RT == "esp32" else (os.getenv("MIMI_FLASH") or "flash").rstrip("/")
 
 
 def set_flash_root(path):
@@ -56,17 +52,12 @@ def set_flash_root(path):
     """
     global _root
     if _RT == "esp32":
-        raise OSError("the device's flash root is fixed")
+        raise OSError(pick(_MSG, "root"))
     _root = path.rstrip("/")
     try:
         os.environ["MIMI_FLASH"] = _root
     except AttributeError:  # MicroPython: no os.environ
         os.putenv("MIMI_FLASH", _root)
-
-
-def flash_root():
-    """The host folder that plays the flash ('' on the device)."""
-    return _root
 
 
 def real_path(path):
@@ -85,7 +76,7 @@ def real_path(path):
         data = os.path.realpath(_root + "/data")
         r = os.path.realpath(p)
         if r != data and not r.startswith(data + os.sep):
-            raise OSError(13, "%s leads outside /data through a link" % path)
+            raise OSError(13, pick(_MSG, "link") % path)
     return p
 
 
@@ -125,15 +116,14 @@ def mktime(tm):
 
 def clock_synced():
     """True once the wall clock has been set (by NTP on the device; always on a host)."""
-    return time_s() > _SYNCED_AFTER_S
+    return time_s() > 1704067200  # 2024-01-01: a clock before this was never set
 
 
 # -- threads --------------------------------------------------------------------------
 
 
-def allocate_lock():
-    """A new ``_thread`` lock (``acquire(waitflag=1, timeout=-1)``, ``release``)."""
-    return _thread.allocate_lock()
+# allocate_lock(): a new ``_thread`` lock (``acquire(waitflag=1, timeout=-1)``, ``release``).
+allocate_lock = _thread.allocate_lock
 
 
 def start_thread(fn, args=(), stack_bytes=0):
@@ -146,43 +136,34 @@ def start_thread(fn, args=(), stack_bytes=0):
         try:
             _thread.stack_size(stack_bytes)
         except (ValueError, OSError):
-            pass
+            stack_bytes = 0  # not taken: nothing to put back
     try:
         return _thread.start_new_thread(fn, tuple(args))
     finally:
         if stack_bytes:
-            try:
-                _thread.stack_size(0)
-            except (ValueError, OSError):
-                pass
+            _thread.stack_size(0)
 
 
 # -- heap -----------------------------------------------------------------------------
 
 
-def collect():
-    """Run the garbage collector."""
-    gc.collect()
+def _none():
+    return None
 
 
-def mem_free():
-    """Free GC heap in bytes; None where the runtime has no fixed heap (CPython)."""
-    f = getattr(gc, "mem_free", None)
-    return f() if f else None
-
-
-def mem_alloc():
-    """Allocated GC heap in bytes; None on CPython."""
-    f = getattr(gc, "mem_alloc", None)
-    return f() if f else None
+# collect(): run the garbage collector.
+collect = gc.collect
+# mem_free(), mem_alloc(): free and allocated GC heap in bytes; None where the runtime has
+# no fixed heap (CPython).
+mem_free = getattr(gc, "mem_free", _none)
+mem_alloc = getattr(gc, "mem_alloc", _none)
 
 
 def describe():
     """One line naming the runtime, for status output: e.g. ``MicroPython 1.24.1 (esp32)``."""
     impl = sys.implementation
-    v = ".".join(str(x) for x in impl.version[:3])
-    name = "MicroPython" if impl.name == "micropython" else "CPython"
-    return "%s %s (%s)" % (name, v, _RT)
+    return "%s %d.%d.%d (%s)" % (("MicroPython" if impl.name == "micropython" else "CPython",)
+                                 + tuple(impl.version[:3]) + (_RT,))
 
 
 def on_host():
@@ -195,8 +176,7 @@ def on_host():
 
 # -- settings store (NVS namespace "mimi") -------------------------------------------
 
-_NVS_NS = "mimi"
-_VALUE_MAX = 512  # bytes: settings are short strings (keys, URLs, chat id lists)
+_VALUE_MAX = const(512)  # bytes: settings are short strings (keys, URLs, chat id lists)
 _nvs = None
 _nvs_lock = None
 
@@ -207,7 +187,7 @@ def _store():
         import esp32  # the real module on the device, host_sim's stand-in elsewhere
 
         _nvs_lock = _thread.allocate_lock()
-        _nvs = esp32.NVS(_NVS_NS)
+        _nvs = esp32.NVS("mimi")
     return _nvs
 
 
@@ -227,7 +207,7 @@ def store_get(key):
     try:
         return bytes(buf[:n]).decode()
     except UnicodeError:  # a damaged value reads as unset (its default); setting it again mends it
-        print("W settings: %s is not UTF-8; using the default" % key)
+        print(pick(_MSG, "utf") % key)
         return None
 
 
@@ -238,7 +218,7 @@ def store_set(key, value):
     """
     data = value.encode()
     if len(data) > _VALUE_MAX:
-        raise ValueError("setting %s: value over %d bytes" % (key, _VALUE_MAX))
+        raise ValueError(pick(_MSG, "long") % (key, _VALUE_MAX))
     nvs = _store()
     with _nvs_lock:
         nvs.set_blob(key, data)
@@ -262,9 +242,22 @@ def store_erase(key):
 def pin(n, mode=None, pull=None, value=None):
     """``machine.Pin(n, ...)``; ``mode`` is "in", "out" or None (leave the pin as it is:
     ``machine.Pin(n)`` alone does not reconfigure it); ``pull`` is "up", "down", "none"
-    (no pull) or None (leave the pull as it is)."""
+    (no pull) or None (leave the pull as it is).
+
+    ``mode`` "pwm": start PWM on the pin, ``value`` is ``(freq_hz, duty_u16)`` (Hz,
+    0-65535); returns the ``machine.PWM``. ``mode`` "rgb": the addressable RGB LED
+    (WS2812, GRB order) on the pin, a ``neopixel.NeoPixel`` with one LED (micropython-lib's,
+    frozen into the ESP32 port): ``np[0] = (r, g, b)`` (0-255 each), then ``np.write()``;
+    the host's stand-in records what was written.
+    """
     import machine
 
+    if mode == "pwm":
+        return machine.PWM(machine.Pin(n), freq=value[0], duty_u16=value[1])
+    if mode == "rgb":
+        import neopixel
+
+        return neopixel.NeoPixel(machine.Pin(n), 1)
     if mode is None:
         return machine.Pin(n)
     m = machine.Pin.OUT if mode == "out" else machine.Pin.IN
@@ -272,28 +265,16 @@ def pin(n, mode=None, pull=None, value=None):
     return machine.Pin(n, m, p) if value is None else machine.Pin(n, m, p, value=value)
 
 
-def pwm(n, freq_hz, duty_u16):
-    """Start PWM on pin ``n``: ``freq_hz`` in Hz, ``duty_u16`` 0-65535. Returns the PWM."""
-    import machine
-
-    return machine.PWM(machine.Pin(n), freq=freq_hz, duty_u16=duty_u16)
-
-
-_wdt = None
+# wdt_feed(): feed the watchdog, if started (until then it does nothing).
+wdt_feed = _none
 
 
 def wdt_start(timeout_ms):
-    """Start the hardware watchdog (it cannot be stopped once started)."""
-    global _wdt
+    """Start the hardware watchdog (it cannot be stopped once started); ``wdt_feed`` feeds it."""
+    global wdt_feed
     import machine
 
-    _wdt = machine.WDT(timeout=timeout_ms)
-
-
-def wdt_feed():
-    """Feed the watchdog, if started."""
-    if _wdt is not None:
-        _wdt.feed()
+    wdt_feed = machine.WDT(timeout=timeout_ms).feed
 
 
 def reset():
@@ -301,21 +282,6 @@ def reset():
     import machine
 
     machine.reset()
-
-
-def reset_requested():
-    """Host runtimes: True once ``machine.reset()`` or the watchdog asked for a reset."""
-    import machine
-
-    return bool(getattr(machine, "RESET_REQUESTED", False))
-
-
-def unique_id():
-    """The chip's unique id as hex text."""
-    import machine
-
-    import binascii
-    return binascii.hexlify(machine.unique_id()).decode()
 
 
 def rtc_memory(data=None):
@@ -375,8 +341,10 @@ def wifi_scan():
             name = item[0].decode()
         except UnicodeError:
             name = repr(item[0])
-        out.append((name, item[3], item[2]))
-    out.sort(key=lambda x: -x[1])
+        i = 0
+        while i < len(out) and out[i][1] >= item[3]:  # after the stronger and the as strong
+            i += 1
+        out.insert(i, (name, item[3], item[2]))
     return out
 
 
@@ -463,13 +431,13 @@ class Conn:
         import socket
 
         self._poll = None
-        err = OSError("host not found: %s" % host)
+        err = OSError(pick(_MSG, "none") % host)
         if _RT == "esp32" and not wlan().isconnected():
-            raise OSError("no WiFi: cannot reach %s" % host)  # what to fix first, not a DNS error
+            raise OSError(pick(_MSG, "wifi") % host)  # what to fix first, not a DNS error
         try:
             ais = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
         except OSError as e:  # MicroPython says only "-202", CPython "[Errno -2] Name or service not known"
-            raise OSError("cannot resolve %s (%s)" % (host, e))
+            raise OSError(pick(_MSG, "dns") % (host, e))
         for ai in ais:
             s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
             try:
@@ -496,7 +464,7 @@ class Conn:
                     why = "mbedTLS error %d" % a[0]
                 else:
                     raise
-                raise TLSError("%s's certificate was refused: %s" % (host, why or type(e).__name__))
+                raise TLSError(pick(_MSG, "tls") % (host, why or type(e).__name__))
             if _RT == "cpython":
                 self.raw = self.s  # the plain socket was detached
 
@@ -551,21 +519,6 @@ def mtime_s(real):
     return int(os.stat(real)[8]) + _EPOCH_OFFSET
 
 
-# -- hardware: addressable RGB LEDs (issue 7) ------------------------------------------
-
-
-def neopixel(n, count=1):
-    """A ``neopixel.NeoPixel`` on pin ``n`` with ``count`` LEDs (WS2812, GRB order).
-
-    micropython-lib's ``neopixel`` (frozen into the ESP32 port): ``np[i] = (r, g, b)``
-    (0-255 each), then ``np.write()``. The host's stand-in records what was written.
-    """
-    import machine
-    import neopixel as _np
-
-    return _np.NeoPixel(machine.Pin(n), count)
-
-
 # -- runtime: threads (issue 5; used by mimi.app) ------------------------------------
 
 
@@ -591,8 +544,8 @@ def reset_cause():
     import machine
 
     c = machine.reset_cause()
-    for name, attr in (("power", "PWRON_RESET"), ("hard", "HARD_RESET"), ("watchdog", "WDT_RESET"),
-                       ("soft", "SOFT_RESET"), ("deepsleep", "DEEPSLEEP_RESET")):
-        if getattr(machine, attr, None) == c:
+    for name in ("power", "hard", "watchdog", "soft", "deepsleep"):
+        k = "PWRON" if name == "power" else "WDT" if name == "watchdog" else name.upper()
+        if getattr(machine, k + "_RESET", None) == c:  # machine.PWRON_RESET, ...
             return name
     return "unknown"

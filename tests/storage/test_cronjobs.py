@@ -206,6 +206,6 @@ def test_job_store_writes_survive_a_power_cut_at_every_step():
     def verify_run():
         j = cronjobs.list()[0]
         assert j["next_s"] in (T0 + 3600, T0 + 7200)
-        assert fs.exists("/data/cron.json")
+        assert fs.size("/data/cron.json") is not None
 
     power_cut.each_cut(setup, lambda: cronjobs.mark_run("j1", T0 + 3600), verify_run)

@@ -1,8 +1,8 @@
 """Pin actions for the tools, the fast path and the serial CLI: write, read, PWM, RGB LED.
 
 Every action asks ``mimi.hw.pins.check`` first (a refused pin raises ``PinRefused``, a
-``ValueError`` naming the rule) and goes through ``seam.pin`` / ``seam.pwm`` /
-``seam.neopixel``. This module remembers what it set up on each pin, so:
+``ValueError`` naming the rule) and goes through ``seam.pin`` (its
+"pwm" and "rgb" modes too). This module remembers what it set up on each pin, so:
 - a read never reconfigures a pin mimi drives: an output reads back its own level (the
   ESP32 port's ``Pin.OUT`` is input+output, ``machine.Pin(n)`` alone leaves the pin as it
   is). MimiClaw's ``gpio_read`` switched the pin to input and dropped what it drove.
@@ -89,7 +89,7 @@ def pwm(pin, duty_pct, freq_hz=None):
             st[1].duty_u16(duty)
         else:
             reset(pin)
-            st = _pins[pin] = ["pwm", seam.pwm(pin, freq_hz, duty), None]
+            st = _pins[pin] = ["pwm", seam.pin(pin, "pwm", value=(freq_hz, duty)), None]
         st[2] = (duty_pct, freq_hz)
     return warn
 
@@ -108,7 +108,7 @@ def rgb(pin, r, g, b):
         st = _pins.get(pin)
         if not st or st[0] != "rgb":
             reset(pin)
-            st = _pins[pin] = ["rgb", seam.neopixel(pin), None]
+            st = _pins[pin] = ["rgb", seam.pin(pin, "rgb"), None]
         st[1][0] = st[2] = c
         st[1].write()
     return warn

@@ -16,7 +16,7 @@ on a computer, not on the board: set ``base_url`` to ``http://<computer's IP>:11
 """
 from micropython import const
 
-from mimi import config, log, seam
+from mimi import config, log, pick, seam  # noqa: F401 - pick: llm.pick, as before
 
 TAG = "llm"
 
@@ -45,16 +45,6 @@ _PRESET = const("https://api.anthropic.com claude-sonnet-4-5|https://api.openai.
 _UNKNOWN = const("unknown provider '%s' (one of: %s)")
 _current = None
 _buf = None
-
-
-def pick(table, key):
-    """The text after ``key`` in a table ``"|key text|key text|"``, or None.
-
-    Messages live in one such string per module: each distinct string literal longer than
-    10 characters is its own heap object on MicroPython (about 70 B each on the unix port),
-    one table is one."""
-    i = table.find("|%s " % key)
-    return table[i + len("%s" % key) + 2:table.find("|", i + 1)] if i >= 0 else None
 
 
 def init(size=None):

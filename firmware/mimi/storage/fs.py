@@ -23,9 +23,16 @@ import os
 
 from micropython import const
 
-from mimi import config, seam
+from mimi import config, pick, seam
 
 _TMP = const(".~tmp")
+# The messages, by key (``mimi.pick``: one string in RAM, not one each).
+_MSG = const("|text path must be text|empty path is empty|nul path contains a NUL byte"
+             "|ctl path contains a control character|out only %s is reachable; %s is outside it"
+             "|up '..' is not allowed in a path|gap empty name in path %s|long name longer than %d bytes: %s..."
+             "|tmp names ending in .~tmp are reserved|max path longer than %d bytes"
+             "|file a file name is needed, not %s itself|none no such file or folder: %s"
+             "|dir %s is a folder, not a file|nodir %s is a file, not a folder|utf %s is not UTF-8 text|")
 
 _open = open
 _rename = os.rename
@@ -56,13 +63,13 @@ def check(path):
     temporary suffix ``.~tmp``.
     """
     if not isinstance(path, str):
-        raise PathError("path must be text")
+        raise PathError(pick(_MSG, "text"))
     if not path.strip():
-        raise PathError("path is empty")
+        raise PathError(pick(_MSG, "empty"))
     ascii = True
     for ch in path:
         if ch < " " or ch == "\x7f":
-            raise PathError("path contains a " + ("NUL byte" if ch == "\x00" else "control character"))
+            raise PathError(pick(_MSG, "nul" if ch == "\x00" else "ctl"))
         if ch > "\x7f":
             ascii = False
     data = config.DATA
@@ -83,7 +90,7 @@ def check(path):
             return path
     if path[0] == "/":
         if path != data and not path.startswith(data + "/"):
-            raise PathError("only %s is reachable; %s is outside it" % (data, path))
+            raise PathError(pick(_MSG, "out") % (data, path))
         rest = path[len(data):]
     else:
         rest = "/" + path
@@ -92,19 +99,19 @@ def check(path):
     parts = []
     for name in rest.split("/")[1:]:
         if name == "..":
-            raise PathError("'..' is not allowed in a path")
+            raise PathError(pick(_MSG, "up"))
         if name == ".":
             continue
         if not name.strip():
-            raise PathError("empty name in path " + path)
+            raise PathError(pick(_MSG, "gap") % path)
         if len(name.encode()) > name_max:
-            raise PathError("name longer than %d bytes: %s..." % (name_max, name[:24]))
+            raise PathError(pick(_MSG, "long") % (name_max, name[:24]))
         if name.endswith(_TMP):
-            raise PathError("names ending in %s are reserved" % _TMP)
+            raise PathError(pick(_MSG, "tmp"))
         parts.append(name)
     out = data + "/" + "/".join(parts) if parts else data
     if len(out.encode()) > config.FS_PATH_MAX_BYTES:
-        raise PathError("path longer than %d bytes" % config.FS_PATH_MAX_BYTES)
+        raise PathError(pick(_MSG, "max") % config.FS_PATH_MAX_BYTES)
     return out
 
 
@@ -112,7 +119,7 @@ def check_file(path):
     """``check``, and the path must name a file (not ``/data`` itself)."""
     p = check(path)
     if p == config.DATA:
-        raise PathError("a file name is needed, not %s itself" % p)
+        raise PathError(pick(_MSG, "file") % p)
     return p
 
 
@@ -133,9 +140,9 @@ def open_read(path):
     p = check_file(path)
     st = _stat(p)
     if st is None:
-        raise NotFound(2, "no such file or folder: " + p)
+        raise NotFound(2, pick(_MSG, "none") % p)
     if st[0] & 0x4000:
-        raise PathError("%s is a folder, not a file" % p)
+        raise PathError(pick(_MSG, "dir") % p)
     return _open(seam.real_path(p), "rb"), st[6]
 
 
@@ -169,11 +176,7 @@ def read_text(path, cap, offset=0):
     try:
         return data.decode(), cut, size
     except UnicodeError:
-        raise ValueError("%s is not UTF-8 text" % check(path))
-
-
-def exists(path):
-    return size(path) is not None
+        raise ValueError(pick(_MSG, "utf") % check(path))
 
 
 def size(path):
@@ -200,9 +203,9 @@ def listdir(path):
     p = check(path)
     st = _stat(p)
     if st is None:
-        raise NotFound(2, "no such file or folder: " + p)
+        raise NotFound(2, pick(_MSG, "none") % p)
     if not st[0] & 0x4000:
-        raise PathError("%s is a file, not a folder" % p)
+        raise PathError(pick(_MSG, "nodir") % p)
     out = []
     for n in os.listdir(seam.real_path(p)):
         st = None if n.endswith(_TMP) else _stat(p + "/" + n)
@@ -226,7 +229,7 @@ def makedirs(path):
                 if _stat(cur) is None:
                     raise
         elif not st[0] & 0x4000:
-            raise PathError("%s is a file, not a folder" % cur)
+            raise PathError(pick(_MSG, "nodir") % cur)
 
 
 def write(path, data, src=None, start=0, end=None, add=False):
@@ -248,7 +251,7 @@ def write(path, data, src=None, start=0, end=None, add=False):
     with _lock:
         st = _stat(p)
         if st is not None and st[0] & 0x4000:
-            raise PathError("%s is a folder, not a file" % p)
+            raise PathError(pick(_MSG, "dir") % p)
         f = _open(rp, "ab") if add else _open(rp + _TMP, "wb")
         try:
             if src is not None and (src != p or st is not None):
@@ -295,7 +298,7 @@ def copy(src, dst, start=0, end=None):
     """
     s = check_file(src)
     if _stat(s) is None:
-        raise NotFound(2, "no such file or folder: " + s)
+        raise NotFound(2, pick(_MSG, "none") % s)
     write(dst, b"", s, start, end)
 
 
@@ -304,7 +307,7 @@ def remove(path):
     p = check_file(path)
     st = _stat(p)
     if st is None:
-        raise NotFound(2, "no such file or folder: " + p)
+        raise NotFound(2, pick(_MSG, "none") % p)
     if st[0] & 0x4000:
         os.rmdir(seam.real_path(p))
     else:
@@ -318,7 +321,7 @@ def rename(src, dst):
     makedirs(d[:d.rfind("/")])
     with _lock:
         if _stat(s) is None:
-            raise NotFound(2, "no such file or folder: " + s)
+            raise NotFound(2, pick(_MSG, "none") % s)
         _rename(seam.real_path(s), seam.real_path(d))
 
 

@@ -25,9 +25,17 @@ import json
 
 from micropython import const
 
+from mimi import pick
+
 _RESULT_MAX_BYTES = const(8192)
 _LINE_MAX_BYTES = const(2048)  # one line of tools.jsonl
 SPECS = __file__.rsplit("/", 1)[0] + "/tools.jsonl"
+# The messages, by key (``mimi.pick``: one string in RAM, not one each).
+_MSG = const("|obj arguments must be a JSON object|miss missing required argument '%s'"
+             "|unk unknown argument '%s' (expected: %s)|type argument '%s' must be %s, got %s"
+             "|enum argument '%s' must be one of %s|tool unknown tool '%s'|off tool '%s' is not available here"
+             "|mem out of memory; try a smaller request|cut \n[truncated: result over %d bytes]"
+             "|line no line for %s in %s|")
 
 
 _tools = []  # in registration order
@@ -61,7 +69,7 @@ class Tool:
                 f.seek(self.at[0])
                 last = (self, json.loads(f.read(self.at[1])))
             _last = last
-        return last[1]["description" if name == "description" else "input_schema"]
+        return last[1]["input_schema" if name == "schema" else name]
 
 
 def add(*handlers, max_bytes=_RESULT_MAX_BYTES):
@@ -78,7 +86,7 @@ def add(*handlers, max_bytes=_RESULT_MAX_BYTES):
         while want:
             line = f.readline(_LINE_MAX_BYTES)
             if not line:
-                raise ValueError("no line for %s in %s" % (", ".join(want), SPECS))
+                raise ValueError(pick(_MSG, "line") % (", ".join(want), SPECS))
             name = line[9:line.find(b'"', 9)].decode()  # after {"name":"
             h = want.pop(name, None)
             if h is not None:
@@ -122,68 +130,58 @@ def offered(denied_groups=()):
     return [t for t in _tools if t.group not in denied_groups and (t.available is None or t.available())]
 
 
-def check_args(tool, args):
-    """None when ``args`` fit the tool's schema, else a message naming the problem.
-
-    Checked: required names present (not null), no unknown names, each property's
-    ``type`` (or one of a list of types: ``["string", "integer"]``) and ``enum``.
-    """
-    if not isinstance(args, dict):
-        return "arguments must be a JSON object"
-    schema = tool.schema or {}
-    props = schema.get("properties", {})
-    for k in schema.get("required", ()):
-        if args.get(k) is None:
-            return "missing required argument '%s'" % k
-    for k in args:
-        p = props.get(k)
-        if p is None:
-            return "unknown argument '%s' (expected: %s)" % (k, ", ".join(props) or "none")
-        v = args[k]
-        # Its JSON type name; bool before int (a bool is an int).
-        got = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else
-               "number" if isinstance(v, float) else "string" if isinstance(v, str) else
-               "object" if isinstance(v, dict) else "array" if isinstance(v, list) else "null")
-        want = p.get("type") or got  # a name, or a list of names (any of them)
-        # No type name holds another, so ``in`` works on a name as on a list.
-        if got not in want and not (got == "integer" and "number" in want):
-            return "argument '%s' must be %s, got %s" % (k, want if isinstance(want, str) else " or ".join(want), got)
-        if v not in p.get("enum", (v,)):
-            return "argument '%s' must be one of %s" % (k, p["enum"])
-    return None
-
-
 def execute(name, args, ctx):
     """Run tool ``name`` with ``args``; return ``(text, is_error)``, never raise.
 
     ``text`` is cut to the tool's ``max_bytes`` (8 KB for errors) at a UTF-8 character
-    boundary, with a marker. Unknown tools, arguments that do not fit (``check_args``) and
-    handler exceptions come back as ``("Error: ...", True)``.
+    boundary, with a marker. Unknown tools, arguments that do not fit the tool's schema
+    (required names present and not null, no unknown names, each property's ``type``, or
+    one of a list of types, and ``enum``) and handler exceptions come back as
+    ``("Error: ...", True)``.
     """
     tool = get(name)
     limit = _RESULT_MAX_BYTES
     err = True
     if tool is None:
-        out = "Error: unknown tool '%s'" % name
+        out = "Error: " + pick(_MSG, "tool") % name
     elif tool.available is not None and not tool.available():
-        out = "Error: tool '%s' is not available here" % name
+        out = "Error: " + pick(_MSG, "off") % name
     else:
         try:
-            out = check_args(tool, args)
-            if out:
-                out = "Error: %s: %s" % (name, out)
-            else:
-                out = tool.handler(args, ctx)
-                out = "ok" if out is None else out
-                err = False
-                limit = tool.max_bytes
+            # The arguments first: a problem raises ValueError, reported as a handler's is.
+            if not isinstance(args, dict):
+                raise ValueError(pick(_MSG, "obj"))
+            schema = tool.schema or {}
+            props = schema.get("properties", {})
+            for k in schema.get("required", ()):
+                if args.get(k) is None:
+                    raise ValueError(pick(_MSG, "miss") % k)
+            for k in args:
+                p = props.get(k)
+                if p is None:
+                    raise ValueError(pick(_MSG, "unk") % (k, ", ".join(props) or "none"))
+                v = args[k]
+                # Its JSON type name; bool before int (a bool is an int).
+                got = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else
+                       "number" if isinstance(v, float) else "string" if isinstance(v, str) else
+                       "object" if isinstance(v, dict) else "array" if isinstance(v, list) else "null")
+                want = p.get("type") or got  # a name, or a list of names (any of them)
+                # No type name holds another, so ``in`` works on a name as on a list.
+                if got not in want and not (got == "integer" and "number" in want):
+                    raise ValueError(pick(_MSG, "type") % (k, want if isinstance(want, str) else " or ".join(want), got))
+                if v not in p.get("enum", (v,)):
+                    raise ValueError(pick(_MSG, "enum") % (k, p["enum"]))
+            out = tool.handler(args, ctx)
+            out = "ok" if out is None else out
+            err = False
+            limit = tool.max_bytes
         except MemoryError:
-            return ("Error: %s: out of memory; try a smaller request" % name, True)
+            return ("Error: %s: %s" % (name, pick(_MSG, "mem")), True)
         except Exception as e:  # noqa: BLE001 - any handler failure is data for the model
             out = "Error: %s: %s" % (name, str(e) or type(e).__name__)
     b = out.encode() if isinstance(out, str) else bytes(out)
     if len(b) > limit:
-        mark = "\n[truncated: result over %d bytes]" % limit
+        mark = pick(_MSG, "cut") % limit
         end = limit - len(mark)
         while end > 0 and (b[end] & 0xC0) == 0x80:  # do not split a UTF-8 character
             end -= 1
