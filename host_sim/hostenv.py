@@ -19,10 +19,14 @@ SEED = os.path.join(ROOT, "spiffs_seed")
 
 _TICKS_PERIOD = 1 << 30
 _TICKS_HALF = _TICKS_PERIOD // 2
+# MIMI_TICKS_WRAP_IN_MS=N (tests): ticks_ms wraps N ms after this process started, as the
+# device's does every 12.4 days, so code that compares ticks without ticks_diff shows.
+_wrap_in = os.getenv("MIMI_TICKS_WRAP_IN_MS")
+_TICKS_OFFSET = (-int(time.monotonic() * 1000) - int(_wrap_in)) % _TICKS_PERIOD if _wrap_in else 0
 
 
 def _ticks_ms():
-    return int(time.monotonic() * 1000) & (_TICKS_PERIOD - 1)
+    return (int(time.monotonic() * 1000) + _TICKS_OFFSET) & (_TICKS_PERIOD - 1)
 
 
 def _ticks_us():

@@ -218,3 +218,22 @@ def test_a_restart_answers_nothing_twice(runtime, tmp_path):
         assert len(s.texts()) == 2 and len(s.llm_requests()) == 2
     finally:
         assert s.stop() == 0, s.log()[-3000:]
+
+
+def test_the_board_answers_across_the_ticks_wrap(tmp_path):
+    # ticks_ms wraps every 2**30 ms (12.4 days) on the device; here 6 s after boot
+    t0 = time.monotonic()  # the board process starts after this: its wrap comes later than t0 + 6 s
+    s = Sim(str(tmp_path), "cpython", env={"MIMI_TICKS_WRAP_IN_MS": "6000"}).start()
+    try:
+        s.llm.script(Reply.text("before the wrap"), Reply.tools([("get_current_time", {})]), Reply.text("after the wrap"))
+        s.send("one")
+        assert s.wait_texts(1) == ["before the wrap"]
+        time.sleep(max(0.0, t0 + 8.0 - time.monotonic()))
+        s.send("two")
+        assert s.wait_texts(2) == ["before the wrap", "after the wrap"], s.log()[-3000:]
+        log = s.log()
+        secs = [int(line.split()[1]) for line in log.splitlines() if line[:2] in ("I ", "W ", "E ")]
+        assert max(secs) > 1073000 and secs[-1] < 100, log[-3000:]  # the tool's log line came after the wrap
+        assert s.alive() and "stall" not in log and "reset:" not in log
+    finally:
+        assert s.stop() == 0, s.log()[-3000:]
