@@ -326,3 +326,14 @@ def test_rotation_survives_a_power_cut_at_every_step():
         sessions.append("tg_1", _user(99))
 
     _with_rotate_at(1500, lambda: power_cut.each_cut(setup, op, verify))
+
+
+def test_a_carry_that_starts_mid_exchange_loads_without_a_repair():
+    # after a rotation the file may begin with a tool result or an answer: a window
+    # boundary, not damage, so no warning and nothing counted
+    root = support.fresh_flash()
+    _write_lines(root, [_result("c0"), {"role": "assistant", "content": "ok"}, _user(1), _call("c1"),
+                        _result("c1"), {"role": "assistant", "content": "done"}])
+    got = sessions.load("tg_1", 20)
+    assert got[0] == _user(1)
+    assert sessions.report["repaired"] == 0 and len(got) == 4

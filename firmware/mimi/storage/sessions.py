@@ -256,7 +256,10 @@ def load(key, n=None, budget=None):
     finally:
         f.close()
     got.reverse()
-    out, fixes = repair(got)
+    i = 0  # the window starts at a question: what comes before it (a rotation's carry) is no damage
+    while i < len(got) and got[i].get("role") != "user":
+        i += 1
+    out, fixes = repair(got[i:])
     report["repaired"] = fixes
     if report["torn"] or report["malformed"] or report["oversize"] or fixes:
         log.warn(_TAG, "%s: skipped %d torn, %d malformed, %d oversize line(s); %d repair(s)",
