@@ -65,15 +65,17 @@ def menu():
 
 
 def status():
-    """Several lines: runtime, LLM (provider, model, address), heap, uptime, WiFi, clock,
-    tokens today."""
+    """Several lines: runtime, LLM (provider, model, address), heap, flash free, uptime,
+    WiFi, Telegram, clock, tokens today."""
     from mimi import VERSION, app, llm
     from mimi.llm import usage
 
     t0 = app.state["started_ms"]
     s = seam.ticks_diff(seam.ticks_ms(), t0 or 0) // 1000
     tg = app.state["telegram"]
+    fl = seam.flash_free()
     return text("status", VERSION, seam.describe(), llm.describe(), heap(),
+                "%d KB free" % (fl // 1024) if fl is not None else "n/a",
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
                 tg.describe() if tg else "not started", "synced" if seam.clock_synced() else "not set",
                 usage.summary())

@@ -159,6 +159,16 @@ mem_free = getattr(gc, "mem_free", _none)
 mem_alloc = getattr(gc, "mem_alloc", _none)
 
 
+def flash_free():
+    """Free bytes on the file system that holds ``/data`` (``os.statvfs``: fragment size
+    times blocks free to users), or None when the runtime cannot tell."""
+    try:
+        st = os.statvfs(real_path("/data"))
+        return st[1] * st[4]
+    except (OSError, AttributeError):
+        return None
+
+
 def describe():
     """One line naming the runtime, for status output: e.g. ``MicroPython 1.24.1 (esp32)``."""
     impl = sys.implementation

@@ -324,3 +324,27 @@ def test_empty_text_gets_a_plain_answer_without_llm():
     p = Scripted()
     assert "text" in _agent(b, p).handle(_msg("   "))
     assert p.requests == []
+
+
+def test_a_full_flash_still_answers_and_says_the_chat_was_not_saved():
+    b = _setup()
+    real_open = fs._open
+
+    def full(path, mode="r"):
+        if "w" in mode or "a" in mode:
+            if "sessions" in path:
+                raise OSError(28, "No space left on device")
+        return real_open(path, mode)
+
+    fs._open = full
+    try:
+        p = Scripted(tools(("echo", {"x": "a"})), text("The answer."))
+        reply = _agent(b, p).handle(_msg("hi"))
+    finally:
+        fs._open = real_open
+    assert reply.startswith("The answer.\n\n[This chat could not be saved (no space left)")
+    assert ran == [("a", "42", "tg_42")] and len(p.requests) == 2  # the turn went on
+    assert [k for k, _ in _out(b)] == ["typing", "text", "idle"]
+    assert sessions.load("tg_42") == []
+    p = Scripted(text("Saved again."))  # room again: no note
+    assert _agent(b, p).handle(_msg("hello")) == "Saved again."

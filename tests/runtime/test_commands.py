@@ -42,7 +42,7 @@ def test_model_set_and_show():
 def test_status_has_every_line():
     support.fresh_flash()
     s = commands.status()
-    for word in ("mimi ", "LLM: anthropic", "heap:", "uptime:", "WiFi:", "Telegram: ", "clock:", "tokens today:"):
+    for word in ("mimi ", "LLM: anthropic", "heap:", "flash: ", "KB free", "uptime:", "WiFi:", "Telegram: ", "clock:", "tokens today:"):
         assert word in s, word
 
 

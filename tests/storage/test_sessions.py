@@ -337,3 +337,30 @@ def test_a_carry_that_starts_mid_exchange_loads_without_a_repair():
     got = sessions.load("tg_1", 20)
     assert got[0] == _user(1)
     assert sessions.report["repaired"] == 0 and len(got) == 4
+
+
+def test_on_a_full_flash_rotation_frees_the_oldest_archive_before_it_copies():
+    support.fresh_flash()
+
+    def fill():
+        for i in range(200):
+            sessions.append("tg_1", _user(i))
+
+    _with_rotate_at(2000, fill)  # three archives (the most kept) and a current file
+    assert len(_archives()) == 3
+    real_copy = fs.copy
+    seen = []
+
+    def full(*a):
+        seen.append(len(_archives()))  # how many archives are there when the carry is copied
+        raise OSError(28, "No space left on device")
+
+    fs.copy = full
+    try:
+        _with_rotate_at(2000, lambda: support.raises(OSError, fill))
+    finally:
+        fs.copy = real_copy
+    assert seen == [3]  # the oldest went first, and the new archive holds the file
+    assert len(_archives()) == 3 and fs.size(P) is None
+    _with_rotate_at(2000, lambda: sessions.append("tg_1", _user(999)))  # room again: it goes on
+    assert sessions.load("tg_1")[-1]["content"] == "message 999"

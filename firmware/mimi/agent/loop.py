@@ -37,7 +37,10 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
              "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
              "|refusal [The model declined.]|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
-             "|paused the server paused its turn each time|")
+             "|paused the server paused its turn each time"
+             "|disk [This chat could not be saved (%s): the flash may be full. /new starts a fresh file; old "
+             "archives in /data/sessions/archive can be deleted.]|")
+_unsaved = [None]  # the first failed session write of this turn (the agent runs one turn at a time)
 
 
 def denied_groups(msg):
@@ -98,6 +101,7 @@ class Agent:
         chat = str(msg.get("chat_id", ""))
         self.busy = chat
         self.bus.send(channel, chat, "", "typing")
+        _unsaved[0] = None
         try:
             reply = self._turn(msg, channel, chat)
         except llm.LLMError as e:
@@ -110,6 +114,10 @@ class Agent:
         except Exception as e:  # noqa: BLE001 - a turn must never kill the agent thread
             log.exc(TAG, chat, e)
             reply = llm.pick(_MSG, "bug") % type(e).__name__
+        if _unsaved[0] is not None:
+            e = _unsaved[0]
+            note = llm.pick(_MSG, "disk") % ("no space left" if e.args and e.args[0] == 28 else e)
+            reply = reply + "\n\n" + note if reply else note
         if reply:
             self.bus.send(channel, chat, reply, "text")
         self.bus.send(channel, chat, "", "idle")
@@ -128,8 +136,8 @@ class Agent:
             fastpath = retrieval = None
         out = fastpath and fastpath.try_handle(msg)
         if out is not None:
-            sessions.append(key, {"role": "user", "content": text})
-            sessions.append(key, {"role": "assistant", "content": out})
+            _save(key, {"role": "user", "content": text})
+            _save(key, {"role": "assistant", "content": out})
             return out
         messages = sessions.load(key)
         _add(key, messages, {"role": "user", "content": text})
@@ -205,12 +213,23 @@ class Agent:
         messages = None  # not needed any more: room for the copies a long reply costs when saved
         if len(out) > 8192:
             seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first
-        sessions.append(key, {"role": "assistant", "content": out})
+        _save(key, {"role": "assistant", "content": out})
         return out
+
+
+def _save(key, m):
+    """Append ``m`` to the session; a failed write (a full flash) is logged and remembered
+    for the reply's note, and the turn goes on: an answer is never lost for its history."""
+    try:
+        sessions.append(key, m)
+    except OSError as e:
+        if _unsaved[0] is None:
+            log.warn(TAG, "%s: not saved: %s", key, e)
+            _unsaved[0] = e
 
 
 def _add(key, messages, m):
     """Stamp ``m``, append it to the working list and save it to the session."""
     m["ts"] = seam.time_s()
     messages.append(m)
-    sessions.append(key, m)
+    _save(key, m)

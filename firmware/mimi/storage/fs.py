@@ -272,6 +272,14 @@ def write(path, data, src=None, start=0, end=None, add=False):
             mv = memoryview(data)
             for i in range(0, len(mv), step):
                 f.write(mv[i:i + step])
+        except OSError:  # a full flash: the half-written temporary file would hold its space
+            f.close()
+            if not add:
+                try:
+                    _remove(rp + _TMP)
+                except OSError:
+                    pass
+            raise
         finally:
             f.close()
         if not add:

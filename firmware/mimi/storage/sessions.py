@@ -154,11 +154,12 @@ def _rotate(key, carry):
     nums.sort()
     arch = "%s/%s.%d.jsonl" % (adir, key, nums[-1] + 1 if nums else 1)
     fs.rename(p, arch)
+    # The oldest go before the carry is copied: on a full flash that frees the room for it.
+    while len(nums) >= config.SESSION_ARCHIVES_MAX:
+        fs.remove("%s/%s.%d.jsonl" % (adir, key, nums.pop(0)))
     # A cut here leaves no current file: the next load starts empty, nothing is lost.
     if start is not None:
         fs.copy(arch, p, start, end)
-    while len(nums) >= config.SESSION_ARCHIVES_MAX:
-        fs.remove("%s/%s.%d.jsonl" % (adir, key, nums.pop(0)))
     log.info(_TAG, "%s: %d bytes archived to %s", key, size, arch)
     return arch
 
