@@ -26,7 +26,7 @@ from mimi import pick
 _MSG = const("|root the device's flash root is fixed|link %s leads outside /data through a link"
              "|utf W settings: %s is not UTF-8; using the default|long setting %s: value over %d bytes"
              "|none host not found: %s|wifi no WiFi: cannot reach %s|dns cannot resolve %s (%s)"
-             "|tls %s's certificate was refused: %s|")
+             "|tls %s's certificate was refused: %s|hs TLS handshake with %s failed: %s|")
 
 if sys.platform == "esp32":
     _RT = "esp32"
@@ -444,8 +444,8 @@ class Conn:
         err = OSError(pick(_MSG, "none") % host)
         if _RT == "esp32" and not wlan().isconnected():
             raise OSError(pick(_MSG, "wifi") % host)  # what to fix first, not a DNS error
-        try:
-            ais = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+        try:  # the ESP32 port's sockets are IPv4 only (an IPv6 answer has no address: TypeError)
+            ais = socket.getaddrinfo(host, port, socket.AF_INET if _RT == "esp32" else 0, socket.SOCK_STREAM)
         except OSError as e:  # MicroPython says only "-202", CPython "[Errno -2] Name or service not known"
             raise OSError(pick(_MSG, "dns") % (host, e))
         for ai in ais:
@@ -468,13 +468,16 @@ class Conn:
             except (ValueError, OSError) as e:
                 s.close()
                 a = e.args
-                if isinstance(e, ValueError) or "SSL" in type(e).__name__:  # a certificate problem
-                    why = getattr(e, "verify_message", None) or str(a[-1] if len(a) > 1 else e).strip()
-                elif a and isinstance(a[0], int) and a[0] < 0:  # MicroPython: an mbedTLS error code
-                    why = "mbedTLS error %d" % a[0]
-                else:
-                    raise
-                raise TLSError(pick(_MSG, "tls") % (host, why or type(e).__name__))
+                code = a[0] if a and isinstance(a[0], int) and a[0] < 0 else 0  # MicroPython: mbedTLS's
+                # A refused certificate: MicroPython's ValueError, an mbedTLS X509 code
+                # (-0x2000 to -0x2FFF), CPython's SSLCertVerificationError. Not worth a retry.
+                if isinstance(e, ValueError) or "CertVerif" in type(e).__name__ or -0x3000 < code <= -0x2000:
+                    why = getattr(e, "verify_message", None) or (
+                        "mbedTLS error %d" % code if code else str(a[-1] if len(a) > 1 else e).strip())
+                    raise TLSError(pick(_MSG, "tls") % (host, why or type(e).__name__))
+                if code or "SSL" in type(e).__name__:  # the handshake broke off (EOF, an alert): retry
+                    raise OSError(pick(_MSG, "hs") % (host, a[1] if code and len(a) > 1 else e))
+                raise
             if _RT == "cpython":
                 self.raw = self.s  # the plain socket was detached
 

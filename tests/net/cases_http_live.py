@@ -3,7 +3,7 @@ under CPython (in process) and under MicroPython (``mpcase``), against ``rawserv
 servers it started. Parameters come from the environment:
 MIMI_T_HTTP, MIMI_T_HTTPS (base URLs), MIMI_T_CA (the test CA's PEM), MIMI_T_BUNDLE (the
 shipped bundle), MIMI_T_FUTURE (an HTTPS server whose certificate is not valid yet),
-MIMI_T_DEAD (a URL where nothing listens).
+MIMI_T_DEAD (a URL where nothing listens), MIMI_T_RUDE (an https URL whose server answers in plain HTTP).
 """
 import hashlib
 import binascii
@@ -189,6 +189,14 @@ def test_tls_refuses_a_server_whose_ca_is_not_in_the_bundle():
     e = support.raises(seam.TLSError, http.request, "GET", _env("MIMI_T_HTTPS") + "/cl")
     msg = str(e)
     assert "localhost" in msg and "refused" in msg, msg
+
+
+def test_a_handshake_that_breaks_off_is_worth_a_retry_not_a_refused_certificate():
+    # a server answering the TLS hello in plain HTTP: no TLS record (an mbedTLS code outside
+    # the X509 range, CPython's SSLError "wrong version number"): an OSError, not TLSError
+    _flash_with(_env("MIMI_T_CA"))
+    e = support.raises(OSError, http.request, "GET", _env("MIMI_T_RUDE") + "/cl", timeout_ms=3000)
+    assert not isinstance(e, seam.TLSError) and "TLS handshake with" in str(e), repr(e)
 
 
 def test_tls_accepts_it_once_its_ca_is_added():

@@ -8,6 +8,7 @@ added it is accepted.
 """
 import os
 import socket
+import threading
 
 import pytest
 
@@ -35,7 +36,23 @@ def env():
          "MIMI_T_DEAD": "http://127.0.0.1:%d" % dead}
     # The future server must be trusted by its own CA for the date check to be what fails.
     e["MIMI_T_CA_FUTURE"] = future["ca"]
+    rude = socket.socket()  # answers a TLS hello with plain HTTP at once, then closes
+    rude.bind(("127.0.0.1", 0))
+    rude.listen(8)
+    e["MIMI_T_RUDE"] = "https://127.0.0.1:%d" % rude.getsockname()[1]
+
+    def answer():
+        while True:
+            try:
+                c, _ = rude.accept()
+            except OSError:
+                return
+            c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            c.close()
+
+    threading.Thread(target=answer, daemon=True).start()
     yield e
+    rude.close()
     for srv in servers:
         srv.stop()
 
