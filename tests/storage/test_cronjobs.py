@@ -209,3 +209,52 @@ def test_job_store_writes_survive_a_power_cut_at_every_step():
         assert fs.size("/data/cron.json") is not None
 
     power_cut.each_cut(setup, lambda: cronjobs.mark_run("j1", T0 + 3600), verify_run)
+
+
+def test_an_add_that_would_make_the_file_too_big_is_refused_and_the_rest_keep_running():
+    _fresh()
+    ids = []
+    for i in range(config.CRON_JOBS_MAX):
+        try:
+            ids.append(cronjobs.add(_spec(text="%02d " % i + "x" * 440), T0))
+        except ValueError as e:
+            assert "too big" in str(e) and i > 5
+            break
+    else:
+        assert False, "every add was taken"
+    for jid in ids:  # every job runs and is marked: the file stays readable throughout
+        cronjobs.mark_run(jid, T0 + 3600)
+    assert [j["id"] for j in cronjobs.due(T0 + 7200)] == ids
+    cronjobs.remove(ids[0])
+    assert len(cronjobs.list()) == len(ids) - 1
+
+
+def test_jobs_follow_a_clock_that_ran_ahead_and_came_back():
+    _fresh()
+    every = cronjobs.add(_spec(every_s=3600), T0)
+    daily = cronjobs.add(_spec(kind="daily", hhmm="08:00", every_s=None), T0)
+    ahead = T0 + 2 * 86400 + 9 * 3600  # a bad clock for a while: both ran then
+    assert {j["id"] for j in cronjobs.due(ahead)} == {every, daily}
+    cronjobs.mark_run(every, ahead)
+    cronjobs.mark_run(daily, ahead)
+    now = T0 + 3 * 3600  # corrected: 03:00 UTC, 11:00 at +08:00
+    assert cronjobs.due(now) == []
+    assert [j["id"] for j in cronjobs.due(now + 3600)] == [every]  # within an hour, not days
+    assert [j["id"] for j in cronjobs.due(T0 + 24 * 3600)] == [every, daily]  # 08:00 next day
+
+
+def test_removing_a_job_removes_its_session_and_archive():
+    from mimi.storage import sessions
+
+    _fresh()
+    jid = cronjobs.add(_spec(), T0)
+    key = sessions.key_for("cron", jid)
+    sessions.append(key, {"role": "user", "content": "run it"})
+    sessions.clear(key)  # an archive
+    sessions.append(key, {"role": "user", "content": "again"})
+    other = sessions.key_for("telegram", "42")
+    sessions.append(other, {"role": "user", "content": "mine"})
+    cronjobs.remove(jid)
+    assert fs.size(sessions.path_for(key)) is None
+    assert [e[0] for e in fs.listdir(config.SESSION_ARCHIVE_DIR)] == []
+    assert sessions.load(other)[0]["content"] == "mine"

@@ -364,3 +364,17 @@ def test_on_a_full_flash_rotation_frees_the_oldest_archive_before_it_copies():
     assert len(_archives()) == 3 and fs.size(P) is None
     _with_rotate_at(2000, lambda: sessions.append("tg_1", _user(999)))  # room again: it goes on
     assert sessions.load("tg_1")[-1]["content"] == "message 999"
+
+
+def test_a_jobs_session_keeps_one_archive_a_chat_keeps_more():
+    support.fresh_flash()
+
+    def fill():
+        for i in range(200):
+            sessions.append("cron_j1", _user(i))
+            sessions.append("tg_1", _user(i))
+
+    _with_rotate_at(2000, fill)
+    names = [a.rsplit("/", 1)[1] for a in _archives()]
+    assert len([n for n in names if n.startswith("cron_j1.")]) == 1
+    assert len([n for n in names if n.startswith("tg_1.")]) == 3  # SESSION_ARCHIVES_MAX here

@@ -161,15 +161,24 @@ def add(spec, now_s=None):
         seq += 1
         job["id"] = "j%d" % seq
         jobs.append(job)
+        # The file must stay readable as its jobs run: room for their times (null -> 10
+        # digits, three per job) is kept, else every job would stop at the next load.
+        n = len(json.dumps({"seq": seq, "jobs": jobs}, separators=(",", ":")).encode())
+        if n + 36 * config.CRON_JOBS_MAX > config.CRON_FILE_MAX_BYTES:
+            raise ValueError("the job file would be too big (%d bytes): remove a job or use a shorter text" % n)
         _save(seq, jobs)
     log.info(_TAG, "added %s (%s)", job["id"], kind_text(job))
     return job["id"]
 
 
 def remove(job_id):
-    """Delete job ``job_id``. Raises ``ValueError`` when there is no such job."""
+    """Delete job ``job_id`` and its session (``cron_<id>``, with its archive). Raises
+    ``ValueError`` when there is no such job."""
     if mark_run(job_id, None) is None:
         raise ValueError("no job with id '%s'" % job_id)
+    from mimi.storage import sessions
+
+    sessions.delete(sessions.key_for("cron", job_id))
 
 
 def list():
@@ -202,12 +211,17 @@ def due(now_s):
             nxt = j.get("next_s")
             want = nxt
             if k == "daily":
-                if not j.get("created_s"):  # added before the clock was set
-                    j["created_s"] = now_s
-                    changed = True
+                for t in ("created_s", "last_s"):
+                    # unset: added before the clock was set; ahead of now: the clock ran
+                    # ahead and was corrected (else the job waits until that time comes)
+                    if (t == "created_s" and not j.get(t)) or (j.get(t) or 0) > now_s:
+                        j[t] = now_s
+                        changed = True
                 want = clock.next_daily(clock.parse_hhmm(j["hhmm"]), j.get("last_s") or j["created_s"])
+            elif k == "every" and (nxt is None or nxt > now_s + j.get("every_s", 0)):
+                want = now_s + j.get("every_s", 0)  # the clock was unset, or ran ahead and came back
             elif nxt is None:  # added before the clock was set
-                want = now_s + j.get("every_s", 0) if k == "every" else j.get("at_s")
+                want = j.get("at_s")
             if want != nxt:
                 j["next_s"] = nxt = want
                 changed = True

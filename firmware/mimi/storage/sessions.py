@@ -113,6 +113,37 @@ def clear(key):
         return _rotate(key, 0)
 
 
+def delete(key):
+    """Remove session ``key`` and its archives for good (a removed cron job's). Returns the
+    number of files removed."""
+    n = 0
+    with _lock:
+        try:
+            fs.remove(path_for(key))
+            n += 1
+        except fs.NotFound:
+            pass
+        for num in _archive_nums(key):
+            fs.remove("%s/%s.%d.jsonl" % (config.SESSION_ARCHIVE_DIR, key, num))
+            n += 1
+    return n
+
+
+def _archive_nums(key):
+    """The numbers of ``key``'s archives, lowest (oldest) first."""
+    try:
+        entries = fs.listdir(config.SESSION_ARCHIVE_DIR)
+    except fs.NotFound:
+        return []
+    nums = []
+    for name, _, _ in entries:
+        mid = name[len(key) + 1:-6]
+        if name.startswith(key + ".") and name.endswith(_SUFFIX) and mid.isdigit():
+            nums.append(int(mid))
+    nums.sort()
+    return nums
+
+
 def _rotate(key, carry):
     """Move the session file to the next archive number; the fresh file starts with the
     last ``carry`` complete lines (within ``SESSION_WINDOW_MAX_BYTES``), byte for byte.
@@ -142,20 +173,13 @@ def _rotate(key, carry):
         finally:
             f.close()
     adir = config.SESSION_ARCHIVE_DIR
-    try:
-        entries = fs.listdir(adir)
-    except fs.NotFound:
-        entries = ()
-    nums = []
-    for name, _, _ in entries:
-        mid = name[len(key) + 1:-6]
-        if name.startswith(key + ".") and name.endswith(_SUFFIX) and mid.isdigit():
-            nums.append(int(mid))
-    nums.sort()
+    nums = _archive_nums(key)
     arch = "%s/%s.%d.jsonl" % (adir, key, nums[-1] + 1 if nums else 1)
     fs.rename(p, arch)
     # The oldest go before the carry is copied: on a full flash that frees the room for it.
-    while len(nums) >= config.SESSION_ARCHIVES_MAX:
+    # A job's own talk (cron_, hb_) keeps one archive: it runs unattended, often.
+    keep = 1 if key[:5] == "cron_" or key[:3] == "hb_" else config.SESSION_ARCHIVES_MAX
+    while len(nums) >= keep:
         fs.remove("%s/%s.%d.jsonl" % (adir, key, nums.pop(0)))
     # A cut here leaves no current file: the next load starts empty, nothing is lost.
     if start is not None:
