@@ -140,7 +140,7 @@ PYEOF
     $esptool --chip esp32s3 "${portargs[@]}" "$erase"
     echo "Writing $bin at 0x0..."
     $esptool --chip esp32s3 "${portargs[@]}" --baud 460800 "$write" -z 0x0 "$bin"
-    echo "Done. Next: tools/flash.sh deploy && tools/flash.sh seed && tools/flash.sh config wifi_ssid=... wifi_pass=..."
+    echo "Done. Next (README steps 4-7): tools/flash.sh deploy, seed, config wifi_ssid=... wifi_pass=... tg_token=... provider=... api_key=..., then reset"
 }
 
 cmd_deploy() {

@@ -130,16 +130,17 @@ def provider(name=None):
     from mimi import llm
 
     cur = config.get("provider")
-    name = str(name or "").strip().lower()
-    if not name or name == cur:
-        return text("prov_same" if name else "provider", cur, ", ".join(sorted(llm.PRESETS)))
+    name, _, url = str(name or "").strip().partition(" ")  # "/provider custom http://host:8000/v1"
+    name = name.lower()
+    if not name or name == cur and not url:
+        return text("prov_same" if name else "provider", cur, ", ".join(llm.PRESETS))
     try:
-        llm.switch(provider=name)
+        llm.switch(provider=name, base_url=url.strip() or None)
     except ValueError as e:
         return str(e)
     if llm.PRESETS.index(name) >= 4:  # a local server: no key, but its address matters
         return text("prov_set", name) + ("" if config.get("base_url") else text("no_url"))
-    return text("prov_set", name) + ("" if config.get("key_" + name) or config.get("api_key") else text("no_key"))
+    return text("prov_set", name) + ("" if config.get("key_" + name) else text("no_key"))
 
 
 def new_session(key):

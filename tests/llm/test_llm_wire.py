@@ -291,7 +291,12 @@ def test_switching_provider_model_and_base_url_persists():
     assert "sk-" not in llm.describe()
     p = llm.switch("anthropic")
     assert p.base_url == "https://api.anthropic.com" and p.model == "claude-sonnet-4-5"
-    assert p.headers["x-api-key"] == "sk-ant-FAKE-shared"  # no per-preset key: the shared one
+    # no key of its own: none sent (a shared api_key would go to whichever company is chosen)
+    assert not p.headers.get("x-api-key") and "sk-" not in str(p.headers)
+    e = support.raises(common.LLMError, p.chat, "sys", [{"role": "user", "content": "hi"}])
+    assert "no API key" in e.user_message
+    assert llm.switch(base_url="http://127.0.0.1:9/v1").url == "http://127.0.0.1:9/v1/messages"  # not /v1/v1
+    llm.switch(base_url="")  # back to the preset's
     e = support.raises(ValueError, llm.switch, "nope")
     assert "unknown provider" in str(e)
     e = support.raises(ValueError, llm.switch, "custom")
@@ -300,6 +305,10 @@ def test_switching_provider_model_and_base_url_persists():
     assert llm.current().name == "anthropic"  # nothing changed by the refused switches
     p = llm.switch("custom", "my-model", "https://llm.example.test/v1")
     assert (p.protocol, p.url) == ("openai", "https://llm.example.test/v1/chat/completions")
+    llm.switch("openai")
+    llm.switch(base_url="http://192.168.1.30:8000/v1")
+    p = llm.switch("custom")  # the address set just before is kept: custom has no preset
+    assert p.url == "http://192.168.1.30:8000/v1/chat/completions"
     config.set("provider", "bogus")
     llm.reset()
     assert llm.current().name == "anthropic"

@@ -27,6 +27,11 @@ def test_provider_switch_validates_and_resets_the_model():
     out = commands.provider("ollama")
     assert "set_base_url" in out
     assert "anthropic" in commands.provider()  # the list of choices
+    assert "base URL" in commands.provider("custom")
+    out = commands.provider("custom http://192.168.1.30:8000/v1")  # Telegram: name and address at once
+    assert config.get("provider") == "custom" and config.get("base_url") == "http://192.168.1.30:8000/v1", out
+    config.set("api_key", "sk-ant-FAKE-shared")  # another provider's key is not this one's
+    assert "No API key" in commands.provider("openrouter")
 
 
 def test_model_set_and_show():

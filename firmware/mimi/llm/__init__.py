@@ -75,7 +75,7 @@ def current():
         from mimi.llm import common
 
         _current = common.Provider("openai" if i else "anthropic", name, config.get("base_url") or base,
-                                   config.get("key_" + name) or config.get("api_key"),
+                                   config.get("key_" + name),  # its own key only: never another's
                                    config.get("model") or model, i < 4)
         seam.collect()  # the first call compiles the HTTP client: free the compiler's garbage at once
     return _current
@@ -104,7 +104,8 @@ def switch(provider=None, model=None, base_url=None):
             raise ValueError(_UNKNOWN % (provider, ", ".join(PRESETS)))
         if provider != name:
             model = model or ""
-            base_url = base_url or ""
+            if provider != "custom":  # custom keeps an address set before it (it has no preset)
+                base_url = base_url or ""
         name = provider
     if model is not None:
         model = model.strip()

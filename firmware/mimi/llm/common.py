@@ -46,7 +46,8 @@ class Provider:
         self._key = api_key if api_key or not needs_key else None  # None: chat() says it is missing
         h = self.headers = {"content-type": "application/json"}
         if protocol == "anthropic":
-            self.url = base_url + "/v1/messages"
+            # the SDK's convention is the host without /v1; one given with it is meant the same
+            self.url = (base_url[:-3] if base_url[-3:] == "/v1" else base_url) + "/v1/messages"
             h["x-api-key"] = api_key
             h["anthropic-version"] = config.LLM_ANTHROPIC_VERSION
         else:

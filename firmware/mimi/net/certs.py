@@ -94,6 +94,6 @@ def context():
         ctx, n, bad = seam.tls_context(ders(files()))
         if not n:
             raise seam.TLSError("no CA certificates in %s" % config.CERTS_DIR)
-        log.info(TAG, "CA %d/%d", n, n + bad)
+        log.info(TAG, "%d of %d CA certificates loaded", n, n + bad)
         _ctxs[tid] = ctx
     return ctx
