@@ -57,20 +57,23 @@ def parse(args):
     """[(name, normalised value or None)] from NAME=VALUE arguments; ``ValueError`` on a bad one."""
     specs = launcher.setting_specs()
     out = []
+    bad = []  # every problem at once, not one per run
     for a in args:
         name, eq, raw = a.partition("=")
         name = name.strip()
         if not eq:
-            raise ValueError("%s: expected NAME=VALUE" % a.split("=")[0])
-        if name not in specs:
-            raise ValueError("unknown setting %r; known: %s" % (name, ", ".join(specs)))
-        if raw == "":
+            bad.append("%s: expected NAME=VALUE" % a.split("=")[0])
+        elif name not in specs:
+            bad.append("unknown setting %r; known: %s" % (name, ", ".join(specs)))
+        elif raw == "":
             out.append((name, None))
-            continue
-        try:
-            out.append((name, launcher.check_setting(name, raw)))
-        except ValueError as e:
-            raise ValueError("%s: expected %s" % (name, e)) from None
+        else:
+            try:
+                out.append((name, launcher.check_setting(name, raw)))
+            except ValueError as e:
+                bad.append("%s: expected %s" % (name, e))
+    if bad:
+        raise ValueError("\n  ".join(bad))
     if not out:
         raise ValueError("give at least one NAME=VALUE")
     given = dict(out)

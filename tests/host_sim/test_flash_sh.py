@@ -184,6 +184,7 @@ def test_config_code_sets_the_key_of_the_provider_stored_on_the_board(tmp_path):
                                       (["config", "colour=blue"], "unknown setting"),
                                       (["config", "provider=custom"], "needs base_url="),
                                       (["config", "provider=ollama"], ":11434/v1"),
+                                      (["config", "tz=Mars", "colour=blue"], "unknown setting 'colour'"),
                                       (["frobnicate"], "unknown command")])
 def test_bad_arguments_stop_before_touching_the_board(tmp_path, args, msg):
     esptool, elog = _recorder(tmp_path, "esptool")
