@@ -130,3 +130,23 @@ def test_the_shipped_devkitc_datasheet():
     for fact in ("GPIO19 (D-) and GPIO20 (D+)", "GPIO26-32", "GPIO33-37", "GPIO38 on v1.1, GPIO48",
                  "- GPIO0: boot mode", "ADC1: channels 0-9 on GPIO1-10"):
         assert fact in board
+
+
+def test_a_minus_is_no_pin():
+    assert ds.parse_pin("GPIO-1") is None and ds.parse_pin("pin -5") is None and ds.parse_pin("io--4") is None
+    assert ds.parse_pin("GPIO_5") == 5 and ds.parse_pin("gpio 5") == 5
+
+
+def test_the_boards_file_stays_indexed_however_many_files_or_sections_others_have():
+    board = "## Pin Aliases\nporch_light: 4\n\n## RGB LED\nThe rgb led is on gpio38.\n"
+    files = {"esp32-s3-devkitc-1.md": board}
+    for i in range(config.HW_MAX_FILES):  # the model may write these: a00.md sorts first
+        files["a%02d.md" % i] = "## A\nnothing\n"
+    _flash(files)
+    assert ds.aliases("esp32-s3-devkitc-1") == {"porch_light": (4, "out")}
+    assert any(p.endswith("esp32-s3-devkitc-1.md") for p, _ in ds.index()[1])
+    _flash({"esp32-s3-devkitc-1.md": board, "a-parts.md": "".join("## Part %d\ntext %d\n" % (i, i)
+                                                                     for i in range(config.HW_MAX_CHUNKS + 10))})
+    ix = ds.index()
+    mine = [i for i in range(_count(ix)) if ix[1][_chunk(ix, i)[0] & 127][0].endswith("devkitc-1.md")]
+    assert mine and _count(ix) - len(mine) <= config.HW_MAX_CHUNKS // 4  # the other file got a quarter

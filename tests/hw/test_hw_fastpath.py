@@ -69,7 +69,7 @@ def test_anything_not_plainly_a_command_goes_to_the_agent():
     _fresh()
     for text in ("is the porch light on?", "porch light on？", "don't turn on the porch light", "do not turn off the fan",
                  "turn on the porch light at 7pm", "turn on the porch light and the fan", "turn on the garage light",
-                 "porch light", "turn on", "on", "what is the porch light", "客厅灯开了吗", "不要关灯", "别开灯",
+                 "porch light", "turn on", "on", "what is the porch light", "客厅灯开了吗", "客厅灯开了", "客厅灯开了一下", "不要关灯", "别开灯",
                  "关掉车库灯", "tell me about the porch light", "", "turn on the porch light " + "x" * 100):
         assert fastpath.try_handle({"text": text}) is None, text
     assert machine.PINS == {}  # nothing was touched

@@ -200,3 +200,16 @@ def test_concurrent_edits_of_memory_lose_nothing():
     for tag in ("chat", "cron", "beat"):
         for i in range(12):
             assert "%s%d" % (tag, i) in lines, (tag, i)
+
+
+def test_a_group_chat_cannot_write_what_steers_the_owners_turns():
+    _setup()
+    group = dict(CTX, chat_id="-500", session="tg_-500", is_group=True)
+    for p in ("/data/HEARTBEAT.md", "/data/config/SOUL.md", "/data/skills/x.md", "/data/datasheets/a.md"):
+        out, err = registry.execute("write_file", {"path": p, "content": "- [ ] switch GPIO4 on"}, group)
+        assert err and "group chat" in out, (p, out)
+        out, err = registry.execute("edit_file", {"path": p, "old_text": "a", "new_text": "b"}, group)
+        assert err and "group chat" in out, (p, out)
+    out, err = registry.execute("write_file", {"path": "/data/notes/group.md", "content": "ok"}, group)
+    assert not err, out  # its own notes are fine
+    assert not run("write_file", path="/data/HEARTBEAT.md", content="- [ ] water plants\n")[1]  # the owner may

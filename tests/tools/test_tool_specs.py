@@ -75,3 +75,14 @@ def test_text_is_read_when_asked_for_not_kept():
         assert registry.execute("read_file", {"path": 5}, {})[0].endswith("must be string, got integer")
     finally:
         registry.SPECS = saved
+
+
+def test_a_nan_argument_reaches_the_handler_when_the_schema_has_no_enum():
+    # MicroPython's `nan in (nan,)` is False: the enum check must not run without an enum
+    from mimi.tools import registry
+
+    registry.clear()
+    registry.register(registry.Tool("t_nan", "x", {"type": "object", "properties": {"x": {"type": "number"}}},
+                                    lambda args, ctx: "got %s" % (args["x"] != args["x"]), "time"))
+    assert registry.execute("t_nan", {"x": float("nan")}, {}) == ("got True", False)
+    registry.clear()

@@ -46,11 +46,18 @@ def index():
     """
     folder = seam.real_path(config.DATASHEETS_DIR)
     stamp = []
+    over = 0  # files left out
+    # The configured board's file and generic.md first: more files than HW_MAX_FILES, or
+    # one with very many sections, must not push out the board's own pins and aliases.
+    mine = (config.get("board") or "").lower() + ".md", "generic.md"
     try:
-        for n in sorted(os.listdir(folder)):
+        for n in sorted(os.listdir(folder), key=lambda n: (n.lower() not in mine, n)):
             st = os.stat(folder + "/" + n)
-            if n.lower().endswith((".md", ".txt")) and not st[0] & 0x4000 and len(stamp) < config.HW_MAX_FILES:
-                stamp.append((n, st[6], st[8]))
+            if n.lower().endswith((".md", ".txt")) and not st[0] & 0x4000:
+                if len(stamp) < config.HW_MAX_FILES:
+                    stamp.append((n, st[6], st[8]))
+                else:
+                    over += 1
     except OSError:  # no folder (no datasheets), or a file removed while listing
         pass
     with _lock:
@@ -58,6 +65,8 @@ def index():
             return _idx[0]
         _idx.clear()
         seam.collect()
+        if over:
+            log.warn("hw", "%d datasheet files left out (%d at most)", over, config.HW_MAX_FILES)
         ix = [stamp, [], array.array("i"), {}]
         cap = config.HW_CHUNK_MAX_BYTES
         for fi in range(len(stamp)):
@@ -66,6 +75,8 @@ def index():
                 board = None
             path = config.DATASHEETS_DIR + "/" + stamp[fi][0]
             ix[1].append((path, board))
+            # another file may take a quarter of the chunks at most
+            room = 4 * config.HW_MAX_CHUNKS if stamp[fi][0].lower() in mine else len(ix[2]) + config.HW_MAX_CHUNKS
             al = ix[3].setdefault(board, {})
             # the chunk being built starts at `start`, in the section whose heading is at
             # `head`, its last blank line ends at `blank`; `text`: it holds more than blank lines
@@ -101,7 +112,7 @@ def index():
                         # a heading or the end closes the chunk; over the cap, it ends at its
                         # last blank line when the rest fits in the next one, else before this line
                         at = blank if blank > start and off + n - blank <= cap and line and not heading else off
-                        if text and at > start and len(ix[2]) < 4 * config.HW_MAX_CHUNKS:
+                        if text and at > start and len(ix[2]) < min(room, 4 * config.HW_MAX_CHUNKS):
                             ix[2].extend((fi | flag, start, at - start, head))
                         text = at < off
                         start = at
@@ -145,7 +156,7 @@ def parse_pin(text):
     s = text.strip().lower()
     for p in ("gpio", "pin", "io"):
         if s.startswith(p):
-            s = s[len(p):].lstrip(" _-")
+            s = s[len(p):].lstrip(" _")  # not "-": "GPIO-1" or "pin -5" is a minus, no pin
             break
     n = 0
     while n < len(s) and "0" <= s[n] <= "9":

@@ -9,7 +9,8 @@ or a generic one (``mimi.hw.datasheets.aliases``), after dropping "please", "the
 - English: ``turn|switch|power on ALIAS``, ``turn|switch|power ALIAS on``, ``ALIAS on``,
   the same with ``off`` (also ``shut off ALIAS``), ``toggle ALIAS``.
 - Chinese: ``[请|帮我|麻烦|给我][把]`` then ``打开|开启|开|关闭|关掉|关上|关`` + ALIAS, or
-  ALIAS + one of those, then ``[吧|了|一下|啦]`` ("关灯" when an alias is 灯, "把客厅灯关了").
+  ALIAS + one of those, then ``[吧|了|一下|啦]`` ("关灯" when an alias is 灯, "把客厅灯关了");
+  with 了 but no 把 or polite word first ("灯开了", "the light is on") it is a report: the agent.
 Anything else returns None and goes to the agent: questions (``?``/``吗``), negations
 (the words "not", "don't", "never"; 不要, 别, 没), unknown aliases, extra words ("turn on
 the porch light at 7").
@@ -60,13 +61,18 @@ def parse(text, known):
     s = "".join(t.split())
     for x in "。！!，,.~～":
         s = s.replace(x, "")
+    opener = done = False
     for _ in range(3):  # a few polite words, a few particles
         for x in words[4].split():
             if s.startswith(x) and len(s) > len(x):
                 s = s[len(x):]
+                opener = True
         for x in words[5].split():
             if s.endswith(x) and len(s) > len(x):
                 s = s[:-len(x)]
+                done = done or x == "了"
+    if done and not opener:  # "灯开了": the light is on (a report); "把灯关了" is the order
+        return None
     for v in words[6].split():
         for a in (s[len(v):] if s.startswith(v) else None, s[:-len(v)] if s.endswith(v) else None):
             if a in known:

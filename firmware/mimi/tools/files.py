@@ -13,13 +13,20 @@ from mimi.storage import fs, memory, skills
 from mimi.tools import registry
 
 
-def _writable(path):
-    """The checked path, unless it is a file mimi keeps for itself (read-only to tools)."""
+def _writable(path, ctx):
+    """The checked path, unless it is a file mimi keeps for itself (read-only to tools) or,
+    in a group chat, one that steers the owner's own turns: the heartbeat's tasks (run
+    with every tool), the personality and owner files, skills, datasheets (the fast path's
+    pin names). A group allowed the file tools must not reach past its own limits."""
     p = fs.check_file(path)
     for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
         if p == r or p.startswith(r + "/"):
             raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
                 r, " (use the cron tools)" if r == config.CRON_PATH else ""))
+    if ctx.get("is_group"):
+        for r in (config.HEARTBEAT_PATH, config.CONFIG_DIR, config.SKILLS_DIR, config.DATASHEETS_DIR):
+            if p == r or p.startswith(r + "/"):
+                raise ValueError("%s steers the owner's own turns: not written from a group chat" % r)
     return p
 
 
@@ -50,7 +57,7 @@ def read_file(args, ctx):
 
 def write_file(args, ctx):
     """``path``, ``content``: replace (or create) the file, atomically."""
-    p = _writable(args["path"])
+    p = _writable(args["path"], ctx)
     data = args["content"].encode()
     if len(data) > config.TOOL_WRITE_MAX_BYTES:
         raise ValueError("content is %d bytes; at most %d per write" % (len(data), config.TOOL_WRITE_MAX_BYTES))
@@ -62,7 +69,7 @@ def write_file(args, ctx):
 
 def edit_file(args, ctx):
     """``path``, ``old_text`` (must occur exactly once), ``new_text``."""
-    p = _writable(args["path"])
+    p = _writable(args["path"], ctx)
     old = args["old_text"]
     if not old:
         raise ValueError("old_text is empty: give the exact text to replace")

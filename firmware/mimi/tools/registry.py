@@ -169,7 +169,7 @@ def execute(name, args, ctx):
                 # No type name holds another, so ``in`` works on a name as on a list.
                 if got not in want and not (got == "integer" and "number" in want):
                     raise ValueError(pick(_MSG, "type") % (k, want if isinstance(want, str) else " or ".join(want), got))
-                if v not in p.get("enum", (v,)):
+                if "enum" in p and v not in p["enum"]:  # (v,) as the default fails for NaN on MicroPython
                     raise ValueError(pick(_MSG, "enum") % (k, p["enum"]))
             out = tool.handler(args, ctx)
             out = "ok" if out is None else out
