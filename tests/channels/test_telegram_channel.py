@@ -419,3 +419,14 @@ def test_describe_says_why_there_is_no_link_yet():
     assert tg.describe() == "not reached yet (host not found)"
     tg.tick(now + config.TG_BACKOFF_MAX_MS)
     assert tg.describe().startswith("@") and api.calls[-2][0] == "getMe"
+
+
+def test_chunks_of_only_spaces_or_fence_marks_are_not_sent():
+    b, api, tg, now = setup()
+    tg.queue_text("42", "A" * 4000 + "\n" * 5000 + "B")  # a model looping on newlines
+    tg.queue_text("42", "```json\n" + '{"data":"' + "Q" * 10000 + '"}\n```')  # cut right after the fence line
+    drain(tg, now, 40)
+    texts = api.texts("42")
+    assert texts and "(no reply)" not in texts and all(t.strip().strip("`").strip() for t in texts), texts
+    assert texts[0].strip() == "A" * 4000 and texts[1].strip() == "B"
+    assert "".join(texts).count("Q") == 10000  # nothing of the code lost

@@ -66,7 +66,7 @@ def test_links():
     assert f.md_to_html("[mimi](https://example.org/a?b=1&c=\"2\")") == \
         '<a href="https://example.org/a?b=1&amp;c=&quot;2&quot;">mimi</a>'
     assert f.md_to_html("[x](javascript:alert)") == "[x](javascript:alert)"
-    assert f.md_to_html("[**b**](http://x.y)") == '<a href="http://x.y">**b**</a>'
+    assert f.md_to_html("[**b**](http://x.y)") == '<a href="http://x.y"><b>b</b></a>'  # Telegram nests them
 
 
 def test_blocks():
@@ -173,3 +173,19 @@ def test_split_closes_and_reopens_a_code_block():
     body = "".join(parts)
     for i in range(600):
         assert body.count("line %d = %d\n" % (i, i)) + body.count("line %d = %d`" % (i, i)) == 1
+
+
+def test_what_models_write_that_broke_before():
+    # one-line ```code``` is inline code (an info string holds no backtick), not a fence
+    assert f.md_to_html("To install it:\n```pip install requests```\nThen **restart**.") == \
+        "To install it:\n<code>pip install requests</code>\nThen <b>restart</b>."
+    # "```." is no closing fence: its text stays (in the block)
+    assert "```." in f.md_to_html("```\ncode\n```.\nmore") and "more" in f.md_to_html("```\ncode\n```.\nmore")
+    # balanced parentheses belong to the URL; the link text gets emphasis
+    assert f.md_to_html("[Python (language)](https://en.wikipedia.org/wiki/Python_(programming_language))") == \
+        '<a href="https://en.wikipedia.org/wiki/Python_(programming_language)">Python (language)</a>'
+    assert f.md_to_html("[**Docs**](https://x.org/a).") == '<a href="https://x.org/a"><b>Docs</b></a>.'
+    # a bare URL is left as it is: no emphasis out of __init__ or _private_
+    for url in ("https://github.com/python/cpython/blob/main/Lib/json/__init__.py", "http://example.com/_private_/x"):
+        assert f.md_to_html("see " + url + " now") == "see " + url + " now"
+    assert f.md_to_html("a *b* https://x.org/a_b_c **c**") == "a <i>b</i> https://x.org/a_b_c <b>c</b>"

@@ -468,8 +468,19 @@ class Telegram:
     # -- out ---------------------------------------------------------------------------
 
     def queue_text(self, chat_id, text, plain=False):
-        """Queue ``text`` for ``chat_id`` (Markdown, or ``plain`` text), split as needed."""
-        for c in tgformat.split(text):
+        """Queue ``text`` for ``chat_id`` (Markdown, or ``plain`` text), split as needed. A
+        chunk with nothing but spaces and fence lines (a cut right after a ``` line, a run
+        of blank lines longer than a message) is not sent: Telegram would refuse it as
+        empty, and its stand-in would be a false "(no reply)"."""
+        chunks = tgformat.split(text)
+        for c in chunks:
+            if len(chunks) > 1 and not plain:
+                rest = ""
+                for ln in c.split("\n"):
+                    if not ln.strip().startswith("```"):
+                        rest += ln.strip()
+                if not rest:
+                    continue
             self.outq.append([chat_id, c, 0, 1 if plain else 0])
 
     def deliver(self, msg):

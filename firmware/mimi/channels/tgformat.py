@@ -135,9 +135,21 @@ def _inline(b, i, end, out, depth):
                     continue
             i += 2 if double else 1
             continue
-        if c == 91 and depth < 4:  # [text](url)
+        if c == 104 and (i == 0 or not _alnum(b[i - 1])) and (b[i:i + 8] == b"https://" or b[i:i + 7] == b"http://"):
+            while i < end and b[i] > 32:  # a bare URL stays as it is (no emphasis in __init__.py)
+                i += 1
+            continue
+        if c == 91 and depth < 3:  # [text](url)
             j = b.find(b"](", i + 1, end)
-            k = b.find(b")", j + 2, end) if j > i + 1 else -1
+            k = -1
+            if j > i + 1:  # its end: the ")" that balances, as in ...wiki/Python_(language)
+                k = j + 2
+                d = 0
+                while k < end and b[k] > 32 and not (b[k] == 41 and d == 0):
+                    d += (b[k] == 40) - (b[k] == 41)
+                    k += 1
+                if k >= end or b[k] != 41:
+                    k = -1
             url = b[j + 2:k]
             ok = False
             for s in b"http:// https:// tg:// mailto:".split():
@@ -145,7 +157,7 @@ def _inline(b, i, end, out, depth):
             if k > 0 and 32 not in url and ok:
                 out += escape(b[lit:i])
                 out += '<a href="'.encode() + escape(url).replace(b'"', "&quot;".encode()) + b'">'
-                _inline(b, i + 1, j, out, 4)  # no links inside links
+                _inline(b, i + 1, j, out, 3)  # emphasis, but no links, inside a link
                 out += "</a>".encode()
                 i = k + 1
                 lit = i
@@ -155,12 +167,20 @@ def _inline(b, i, end, out, depth):
 
 
 def _fence(line):
-    """For a fence line (up to 3 spaces, then ```), the language (bytes); else None."""
+    """For a fence line (up to 3 spaces, then ```), the language (bytes); else None.
+
+    As in CommonMark, the text after the backticks (the info string) holds no backtick:
+    "```pip install x```" on one line is inline code, not a fence."""
     s = line.lstrip(b" ")
     if len(line) - len(s) > 3 or not s.startswith(b"```"):
         return None
+    k = 3
+    while k < len(s) and s[k] == 96:
+        k += 1
+    if 96 in s[k:]:
+        return None
     ok = bytearray()
-    for c in s[3:].strip()[:16]:
+    for c in s[k:].strip()[:16]:
         if _alnum(c) and c < 0x80 or c in b"+-#_":
             ok.append(c)
     return bytes(ok)
@@ -185,7 +205,7 @@ def md_to_html(md):
         line = lines[idx]
         f = _fence(line)
         if lang is not None:
-            if f is not None and not f:  # a bare ``` closes the block
+            if f is not None and not line.strip().strip(b"`"):  # a bare ``` closes the block ("```." does not)
                 out += ("</code></pre>" if lang else "</pre>").encode()
                 lang = None
             else:
@@ -288,7 +308,7 @@ def split(md, limit=TEXT_MAX_UNITS):
         for k in range(len(lines)):  # follow the fences in this piece
             f = _fence(lines[k]) if k or start == 0 or b[start - 1] == 10 else None
             if f is not None:
-                lang = f if lang is None else (None if not f else lang)
+                lang = f if lang is None else (None if not lines[k].strip().strip(b"`") else lang)
         tail = b"" if lang is None else fence if piece.endswith(b"\n") else b"\n" + fence
         out.append((head + piece + tail).decode())
         start = cut
