@@ -16,5 +16,10 @@ except KeyboardInterrupt:
 except Exception as _e:  # noqa: BLE001 - never leave the board without a REPL
     import sys
 
+    try:
+        _boot.app_running(False)  # not running: a later reset is no crash
+    except Exception:  # noqa: BLE001
+        pass
+
     print("[main] failed to start:")
     sys.print_exception(_e) if hasattr(sys, "print_exception") else print(repr(_e))

@@ -24,8 +24,8 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
 provider given without ``MIMI_LLM_BASE_URL`` clears the base URL (the provider's own).
-The firmware keeps one key per provider (``key_<provider>``) and reads ``api_key`` only
-when that is empty, so ``MIMI_API_KEY`` is stored as both, for the provider in effect.
+The firmware keeps one key per provider (``key_<provider>``) and sends no other, so
+``MIMI_API_KEY`` is stored as the key of the provider in effect (and as ``api_key``).
 A bad value stops the launch with a message naming the variable; nothing is written.
 """
 import ast
@@ -342,8 +342,8 @@ def apply_env_settings(flash_dir, environ):
     values = settings_from_env(environ)
     specs = setting_specs()
     if values.get("api_key"):
-        # The firmware keeps one key per provider and falls back to api_key only when the
-        # provider's own is empty: set the one of the provider in effect after this boot.
+        # The firmware reads only the provider's own key: set the one of the provider in
+        # effect after this boot.
         prov = values.get("provider") or _stored(flash_dir, "provider") or specs["provider"][1]
         if "key_" + prov in specs:
             values["key_" + prov] = values["api_key"]

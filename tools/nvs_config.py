@@ -8,8 +8,8 @@ tg_token, tg_api_base, provider, model, api_key, base_url, search_key, search_pr
 tz, allowed_chats, owner_chat, board, key_<provider>); each is written as a UTF-8 blob
 under its store key in ``esp32.NVS("mimi")`` and committed once, as
 ``mimi.seam.store_set`` does. ``api_key`` also goes to the key of the provider in effect
-(given in the same command, else the one stored on the board), which the firmware reads
-first.
+(given in the same command, else the one stored on the board): the firmware sends a
+provider only its own key.
 ``NAME=`` (empty) erases the setting (back to its default). Values are checked as the
 simulator checks its ``MIMI_*`` variables (``host_sim/launcher.py``). The code prints the
 names it stored, secrets never; it goes to the board in a file (``mpremote run``), so no
@@ -36,8 +36,8 @@ def build(pairs):
             lines.append("_n.set_blob(%r, %r)" % (key, value.encode()))
     given = dict(pairs)
     if given.get("api_key"):
-        # The firmware reads the provider's own key first (key_<provider>) and api_key only
-        # when that is empty: set the one of the provider in effect, read on the board.
+        # The firmware reads only the provider's own key (key_<provider>): set the one of the
+        # provider in effect, read on the board.
         keys = {n[4:]: specs[n][0] for n in specs if n.startswith("key_")}
         prov = given.get("provider")
         lines.append("_keys = %r" % keys)

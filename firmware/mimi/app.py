@@ -78,8 +78,9 @@ def init(agent_factory=None):
         for name in config.APP_PRELOAD:  # what a turn would load on first use, into a fuller heap
             try:
                 __import__(name)
-            except ImportError as e:  # a module left out of the image (mimi.hw on a plain board)
-                log.warn("app", "%s: %s", name, e)
+            except Exception as e:  # noqa: BLE001 - left out of the image (mimi.hw), or no room: a turn loads it
+                seam.collect()
+                log.warn("app", "%s: %r", name, e)
             seam.collect()
         b = state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
         state["telegram"] = Telegram(b, bufs=bufs)

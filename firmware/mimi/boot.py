@@ -4,10 +4,11 @@
   ``BOOT_CRASH_LIMIT`` times in a row before it ran ``BOOT_HEALTHY_MS`` (a reset loop),
   boot stops here: no WiFi, no app, just the REPL to repair things
   (``cli.safe_mode('off')``, then ``cli.restart()``). A crash is a boot from an unasked-for
-  reset (panic, watchdog, the app's own reset) while the app was running: ``/main.py``
-  and ``app.start()`` mark it running, a clean ``app.stop()`` and every boot unmark it.
-  So boots where the app never ran do not count: mpremote's soft resets run ``/boot.py``
-  but not ``/main.py``, and a reset while the assistant was stopped is not a crash.
+  reset (panic, watchdog, the app's own reset) while the app was running or WiFi and the
+  clock were coming up: ``run()`` marks its bring-up, ``/main.py`` and ``app.start()``
+  the app; a clean ``app.stop()``, the end of the bring-up and every boot unmark it. So
+  a reset after mpremote's soft reset (which runs ``/boot.py``, not ``/main.py``) or while
+  the assistant was stopped is not a crash.
   Count and mark live in RTC memory, which survives a reset but not a power cut; the app
   clears the count once it has run healthy. Soft resets and power-ons never count.
 - WiFi: ``NetKeeper`` connects, for ``BOOT_WIFI_TRIES`` attempts' time at boot, then in
@@ -132,17 +133,23 @@ def run():
         if check_safe_mode():
             print(commands.text("safe", state["reason"]))
             return False
-        if not config.get("wifi_ssid"):
-            if not seam.on_host():  # the host's network needs no WiFi
-                log.warn("boot", commands.text("no_wifi"))
-            return False
-        k = state["net"] = NetKeeper()  # the I/O thread goes on with it (one "connected" line)
-        t0 = seam.ticks_ms()
-        while not (k.tick(seam.ticks_ms()) and seam.clock_synced()):
-            if seam.ticks_diff(seam.ticks_ms(), t0) > config.BOOT_WIFI_TRIES * config.BOOT_WIFI_WAIT_MS:
+        # A panic while WiFi and the clock come up counts as a crash too (a reset loop);
+        # the mark goes when this returns (/main.py sets it again for the app).
+        app_running(True)
+        try:
+            if not config.get("wifi_ssid"):
+                if not seam.on_host():  # the host's network needs no WiFi
+                    log.warn("boot", commands.text("no_wifi"))
                 return False
-            seam.sleep_ms(100)
-        return True
+            k = state["net"] = NetKeeper()  # the I/O thread goes on with it (one "connected" line)
+            t0 = seam.ticks_ms()
+            while not (k.tick(seam.ticks_ms()) and seam.clock_synced()):
+                if seam.ticks_diff(seam.ticks_ms(), t0) > config.BOOT_WIFI_TRIES * config.BOOT_WIFI_WAIT_MS:
+                    return False
+                seam.sleep_ms(100)
+            return True
+        finally:
+            app_running(False)
     except KeyboardInterrupt:
         # Ctrl-C during boot: this boot stays at the REPL (the app is not started).
         state["safe"] = True

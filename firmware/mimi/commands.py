@@ -132,6 +132,8 @@ def provider(name=None):
     cur = config.get("provider")
     name, _, url = str(name or "").strip().partition(" ")  # "/provider custom http://host:8000/v1"
     name = name.lower()
+    if not plain(url):
+        return text("ctrl", "provider")
     if not name or name == cur and not url:
         return text("prov_same" if name else "provider", cur, ", ".join(llm.PRESETS))
     try:
@@ -233,7 +235,7 @@ def owner():
     """The owner's chat id (str): the setting, else the first allowed private chat, else ''."""
     o = config.get("owner_chat")
     for c in [] if o else allowed():
-        if c[0] != "-":  # groups have negative ids
+        if c and c[0] != "-":  # groups have negative ids
             return c
     return o
 

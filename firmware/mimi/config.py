@@ -83,7 +83,7 @@ TG_POLL_BUF_BYTES = const(16384)  # getUpdates response buffer, allocated once
 TG_SEND_TIMEOUT_MS = const(15000)  # each read of an answer
 TG_CALL_DEADLINE_MS = const(20000)  # any other call, whole; and a tick's time before it leaves the rest
 TG_SEND_BUF_BYTES = const(1024)  # other responses: only ok/error matter
-TG_SEND_TRIES = const(5)  # a chunk that fails this often (network) is dropped, logged
+TG_SEND_TRIES = const(5)  # a chunk that fails this often (any failure, 429 too) is dropped, logged
 TG_OUTQ_MAX = const(24)  # message chunks waiting to be sent
 TG_OFFSET_KEY = "tg_offset"  # settings-store key (NVS wear-levels it)
 TG_OFFSET_SAVE_EVERY = const(20)  # updates
@@ -216,7 +216,8 @@ LLM_ANTHROPIC_VERSION = "2023-06-01"
 USAGE_PATH = STATE_DIR + "/usage.json"  # tokens per day
 USAGE_SAVE_S = const(600)  # token counts are written at most this often (flash wear)
 USAGE_DAYS = const(14)  # days of token counts kept
-# One API key per preset (falls back to api_key), so switching needs no re-entry.
+# One API key per preset, never sent to another; api_key is what MIMI_API_KEY and
+# flash.sh config store, copied to the key of the provider in effect then.
 SETTINGS["key_anthropic"] = ("k_anthropic", "", True)
 SETTINGS["key_openai"] = ("k_openai", "", True)
 SETTINGS["key_openrouter"] = ("k_openrouter", "", True)

@@ -430,3 +430,29 @@ def test_chunks_of_only_spaces_or_fence_marks_are_not_sent():
     assert texts and "(no reply)" not in texts and all(t.strip().strip("`").strip() for t in texts), texts
     assert texts[0].strip() == "A" * 4000 and texts[1].strip() == "B"
     assert "".join(texts).count("Q") == 10000  # nothing of the code lost
+
+
+def test_ids_that_start_again_lower_after_a_quiet_week_are_taken():
+    # Bot API, getUpdates: after a week without updates the next update_id is random,
+    # so it may be below the stored offset; ignoring it left the bot deaf for good
+    b, api, tg, now = setup()
+
+    def upd(i, text):
+        return tgfake.text_update(42, text).replace('"update_id":', '"update_id":%d,"x":' % i, 1)
+
+    api.answer(upd(727334707, "before"))
+    tg.tick(now + 1)
+    tg.tick(now + 2)
+    api.answer(upd(117314199, "a week later"), upd(117314200, "and then"))
+    tg.tick(now + 3)
+    tg.tick(now + 4)
+    assert [m["text"] for m in inbound(b)] == ["before", "a week later", "and then"]
+    assert tg.offset == 117314201 and api.polls[-1].offset == 117314201
+
+
+def test_a_chunk_of_inline_code_lines_is_sent():
+    b, api, tg, now = setup()
+    tg.queue_text("42", "x" * 4000 + "\n\n" + "\n".join("```ls -l /data/%d```" % i for i in range(5)))
+    drain(tg, now, 20)
+    texts = api.texts("42")
+    assert len(texts) == 2 and texts[1].count("<code>ls -l /data/") == 5, texts

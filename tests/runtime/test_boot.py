@@ -149,3 +149,25 @@ def test_ntp_retries_with_backoff_and_resyncs_daily():
     assert k.ntp_syncs == 1
     _run(k, t, 2 * 3600000, 60000)
     assert k.ntp_syncs == 2  # a day later
+
+
+def test_the_bring_up_is_marked_so_a_panic_there_counts():
+    _fresh()
+    config.set("wifi_ssid", "mimi-sim-wifi")
+    seen = []
+    real = boot.NetKeeper.tick
+
+    def tick(self, now):
+        seen.append(boot._load()[1])  # the mark while WiFi and the clock come up
+        return real(self, now)
+
+    boot.NetKeeper.tick = tick
+    try:
+        assert boot.run() is True
+    finally:
+        boot.NetKeeper.tick = real
+    assert seen and all(seen) and not boot._load()[1]  # marked during, cleared after
+    boot.app_running(True)  # a panic in the middle of it would leave the mark: the next boot counts it
+    boot.check_safe_mode("hard")
+    assert boot.crashes() == 1
+    boot.clear_crashes()

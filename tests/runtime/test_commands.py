@@ -89,3 +89,11 @@ def test_only_the_owner_or_the_console_changes_the_llm_settings():
     assert commands.run("/model gpt-4o", "telegram", "5").startswith("model set to gpt-4o")
     assert commands.run("/model claude-x", "cli", config.CLI_CHAT_ID).startswith("model set to claude-x")
     assert config.get("model") == "claude-x"
+
+
+def test_an_empty_item_in_the_allow_list_and_a_url_with_control_characters():
+    support.fresh_flash()
+    config.set("allowed_chats", ",123")  # as a hand-made MIMI_ALLOWED_CHATS might leave it
+    assert commands.owner() == "123"
+    out = commands.provider("custom http://192.168.1.30:8000/v1\r\nX-Evil: 1")
+    assert "control characters" in out and config.get("provider") == "anthropic"

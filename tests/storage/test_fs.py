@@ -246,3 +246,31 @@ def test_lines_stream_with_offsets_and_bounded_pieces():
         piece.decode()  # never split inside a character
     assert pieces[0][0] == 5 and pieces[1][0] == 5 + len(pieces[0][1])
     assert got[-1] == (5 + 2100 + 1, b"last")
+
+
+def test_a_write_refused_at_close_leaves_no_temporary_file_and_the_old_content():
+    # on LittleFS a small file reaches the flash when closed: "no space" comes from close()
+    root = support.fresh_flash()
+    fs.write("/data/notes/a.md", "old")
+    real = fs._open
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, b):
+            return self.f.write(b)
+
+        def close(self):
+            self.f.close()
+            raise OSError(28, "No space left on device")
+
+    fs._open = lambda p, mode="r": Full(real(p, mode)) if "w" in mode else real(p, mode)
+    try:
+        support.raises(OSError, fs.write, "/data/notes/a.md", "new content")
+    finally:
+        fs._open = real
+    assert fs.read("/data/notes/a.md", 100)[0] == b"old"
+    import os
+
+    assert sorted(os.listdir(seam.real_path("/data/notes"))) == ["a.md"]  # no a.md.~tmp left

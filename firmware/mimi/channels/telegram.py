@@ -20,7 +20,9 @@ In (https://core.telegram.org/bots/api#getupdates):
   ``TG_OFFSET_SAVE_MS``, and at ``stop()``; an older stored offset is harmless
   (confirmed updates are not redelivered). The cost: a crash between the confirming
   poll and the hand-over to the agent loses that message (at most once, never twice).
-  An update whose id is below the offset (sent again, or twice in one answer) is ignored.
+  An update taken before (one of the last 8 ids, or twice in one answer) is ignored; an
+  answer that starts below the offset is Telegram numbering afresh (after a week without
+  updates the next id is random) and is taken.
 - Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
   ``TG_DENY_CHATS_MAX`` chats remembered), or pairs by sending the console's one-time
@@ -93,6 +95,7 @@ class Telegram:
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.errors = self.dropped = 0  # failed polls, replies given up
         self.why = ""  # the last failure, for describe()
+        self.seen = []  # the last update ids taken (at most 8)
         self.outq = []
         self.typing = {}
         self.told = {}
@@ -453,15 +456,20 @@ class Telegram:
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.limit = config.TG_POLL_LIMIT
         if r:
-            keep = []  # Telegram sends ids in ascending order: an id below the offset is a repeat
+            keep = []
+            seen = self.seen  # the last ids taken: one sent again is not answered twice
             for u in r:
                 i = u.get("update_id") if isinstance(u, dict) else None
-                if isinstance(i, int) and i >= self.offset:
-                    self.offset = i + 1
-                    keep.append(u)
-                else:
-                    log.warn("tg", "ignored %s", i)
-            self.unsaved += len(r)
+                if not isinstance(i, int) or i < 0 or i in seen or keep and i < self.offset:
+                    log.warn("tg", "ignored %s", i)  # no id, a repeat, or out of order in one answer
+                    continue
+                if i < self.offset:  # after a week without updates Telegram numbers them afresh
+                    log.warn("tg", "update ids start again at %d", i)  # from a random id (getUpdates)
+                self.offset = i + 1
+                seen.append(i)
+                keep.append(u)
+            del seen[:-8]
+            self.unsaved += len(keep)
             self.held = keep
         return self._poll(now)  # at once: the next poll, which confirms these
 
@@ -475,11 +483,11 @@ class Telegram:
         chunks = tgformat.split(text)
         for c in chunks:
             if len(chunks) > 1 and not plain:
-                rest = ""
                 for ln in c.split("\n"):
-                    if not ln.strip().startswith("```"):
-                        rest += ln.strip()
-                if not rest:
+                    s = ln.strip()  # content: text, or ```inline code``` (a backtick after the run)
+                    if s and (s[:3] != "```" or "`" in s.lstrip("`")):
+                        break
+                else:
                     continue
             self.outq.append([chat_id, c, 0, 1 if plain else 0])
 

@@ -5,9 +5,11 @@
 "usage"}`` (docs/internals.md "LLM"); failures raise ``LLMError`` with a short message
 for the user. Presets (``PRESETS``, the names) give the protocol, base URL and a starting
 model; ``switch(provider, model, base_url)`` changes them and persists the choice in the
-settings store (``mimi.config``), so it survives a reboot. Each preset can keep its own
-API key (setting ``key_<preset>``), falling back to ``api_key``; switching back and forth
-then needs no key re-entry.
+settings store (``mimi.config``), so it survives a reboot. Each preset keeps its own API
+key (setting ``key_<preset>``) and sends no other (a key for one company never goes to
+another); switching back and forth needs no key re-entry. The ``api_key`` setting is
+only what ``MIMI_API_KEY`` and ``flash.sh config api_key=`` store, copied to the key of
+the provider in effect then.
 
 Base URLs follow each official SDK: Anthropic's has no ``/v1`` (the path adds it),
 OpenAI-compatible ones include it (``{base}/chat/completions``). Ollama and LM Studio run

@@ -254,34 +254,34 @@ def write(path, data, src=None, start=0, end=None, add=False):
             raise PathError(pick(_MSG, "dir") % p)
         f = _open(rp, "ab") if add else _open(rp + _TMP, "wb")
         try:
-            if src is not None and (src != p or st is not None):
-                buf = memoryview(bytearray(step))
-                g = _open(seam.real_path(src), "rb")
-                try:
-                    if start:
-                        g.seek(start)
-                    left = -1 if end is None else end - start
-                    while left:
-                        k = g.readinto(buf if left < 0 or left >= step else buf[:left])
-                        if not k:
-                            break
-                        f.write(buf[:k])
-                        left -= k if left > 0 else 0
-                finally:
-                    g.close()
-            mv = memoryview(data)
-            for i in range(0, len(mv), step):
-                f.write(mv[i:i + step])
+            try:
+                if src is not None and (src != p or st is not None):
+                    buf = memoryview(bytearray(step))
+                    g = _open(seam.real_path(src), "rb")
+                    try:
+                        if start:
+                            g.seek(start)
+                        left = -1 if end is None else end - start
+                        while left:
+                            k = g.readinto(buf if left < 0 or left >= step else buf[:left])
+                            if not k:
+                                break
+                            f.write(buf[:k])
+                            left -= k if left > 0 else 0
+                    finally:
+                        g.close()
+                mv = memoryview(data)
+                for i in range(0, len(mv), step):
+                    f.write(mv[i:i + step])
+            finally:
+                f.close()  # a small file reaches the flash here: "no space" may come from close
         except OSError:  # a full flash: the half-written temporary file would hold its space
-            f.close()
             if not add:
                 try:
                     _remove(rp + _TMP)
                 except OSError:
                     pass
             raise
-        finally:
-            f.close()
         if not add:
             _rename(rp + _TMP, rp)
 

@@ -17,7 +17,8 @@ def _writable(path, ctx):
     """The checked path, unless it is a file mimi keeps for itself (read-only to tools) or,
     in a group chat, one that steers the owner's own turns: the heartbeat's tasks (run
     with every tool), the personality and owner files, skills, datasheets (the fast path's
-    pin names). A group allowed the file tools must not reach past its own limits."""
+    pin names). A group allowed the file tools must not reach past its own limits. The
+    memory files stay writable: memory is shared, and groups have the memory tools anyway."""
     p = fs.check_file(path)
     for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
         if p == r or p.startswith(r + "/"):
