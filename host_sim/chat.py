@@ -44,11 +44,12 @@ def _check_reusable(flash):
     numbers its updates from the start again, and the board would skip them as seen)."""
     try:
         token = launcher._stored(flash, "tg_token")
-        key = launcher._stored(flash, "api_key")
+        keys = [launcher._stored(flash, n) for n in launcher.setting_specs() if n == "api_key" or n[:4] == "key_"]
     except (OSError, ValueError, KeyError):
-        token = key = None
-    real = [n for n, v, fake in (("a Telegram bot token", token, harness.TOKEN), ("an API key", key, harness.API_KEY))
-            if v and v != fake]
+        token, keys = None, []
+    real = [n for n, v, fake in [("a Telegram bot token", token, harness.TOKEN)] +
+            [("an API key", k, harness.API_KEY) for k in keys] if v and v != fake]
+    real = sorted(set(real), key=real.index)
     if real:
         raise OSError("%s holds the settings of a real board (%s); the offline chat would replace them with its "
                       "fakes. Use another folder (or none: a fresh one each run), or python3 -m host_sim run "

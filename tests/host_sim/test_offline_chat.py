@@ -113,3 +113,8 @@ def test_a_folder_with_a_real_boards_settings_is_refused_untouched(tmp_path):
     rc, out = chat(["hello"], "chat", "--flash", str(tmp_path))
     assert rc == 2 and "settings of a real board" in out and "Telegram bot token" in out, out
     assert (tmp_path / "nvs.json").read_bytes() == before
+    other = tmp_path / "other"
+    other.mkdir()
+    launcher.store_settings(str(other), {"key_openai": "sk-made-up-openai"})  # cli.set_api_key stores only this
+    rc, out = chat(["hello"], "chat", "--flash", str(other))
+    assert rc == 2 and "an API key" in out, out
