@@ -189,3 +189,8 @@ def test_what_models_write_that_broke_before():
     for url in ("https://github.com/python/cpython/blob/main/Lib/json/__init__.py", "http://example.com/_private_/x"):
         assert f.md_to_html("see " + url + " now") == "see " + url + " now"
     assert f.md_to_html("a *b* https://x.org/a_b_c **c**") == "a <i>b</i> https://x.org/a_b_c <b>c</b>"
+
+
+def test_blank_chunks():
+    assert f.blank("```json\n```") and f.blank("\n \n\n") and f.blank("")
+    assert not f.blank("```ls -l```") and not f.blank("```\nx\n```") and not f.blank("a")

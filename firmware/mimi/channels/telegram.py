@@ -482,14 +482,8 @@ class Telegram:
         empty, and its stand-in would be a false "(no reply)"."""
         chunks = tgformat.split(text)
         for c in chunks:
-            if len(chunks) > 1 and not plain:
-                for ln in c.split("\n"):
-                    s = ln.strip()  # content: text, or ```inline code``` (a backtick after the run)
-                    if s and (s[:3] != "```" or "`" in s.lstrip("`")):
-                        break
-                else:
-                    continue
-            self.outq.append([chat_id, c, 0, 1 if plain else 0])
+            if len(chunks) == 1 or plain or not tgformat.blank(c):
+                self.outq.append([chat_id, c, 0, 1 if plain else 0])
 
     def deliver(self, msg):
         """Take an outbound bus message. False (nothing taken) while the send queue is full."""

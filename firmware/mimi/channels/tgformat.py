@@ -186,6 +186,16 @@ def _fence(line):
     return bytes(ok)
 
 
+def blank(md):
+    """True when chunk ``md`` (str) holds nothing but spaces and fence lines: converted, it
+    would be an empty message, which Telegram refuses. A one-line ```code``` is content."""
+    for line in md.encode().split(b"\n"):
+        s = line.strip()
+        if s and _fence(line) is None:
+            return False
+    return True
+
+
 def md_to_html(md):
     """Convert the model's Markdown to Telegram HTML (str to str).
 
