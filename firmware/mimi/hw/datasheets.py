@@ -39,6 +39,11 @@ _lock = seam.allocate_lock()  # held while the index is built and while chunks a
 forget = _idx.clear  # forget(): drop the index (tests; the next use rebuilds it)
 
 
+def _mine(name, boards):
+    """True for a file of one of ``boards`` (lower-case names): ``ESP32-S3-DevKitC-1.md``."""
+    return name.rsplit(".", 1)[0].lower() in boards
+
+
 def index():
     """The current index (see the module doc), rebuilt when the folder changed.
 
@@ -49,9 +54,10 @@ def index():
     over = 0  # files left out
     # The configured board's file and generic.md first: more files than HW_MAX_FILES, or
     # one with very many sections, must not push out the board's own pins and aliases.
-    mine = (config.get("board") or "").lower() + ".md", "generic.md"
+    mine = (config.get("board") or "").lower(), "generic"
     try:
-        for n in sorted(os.listdir(folder), key=lambda n: (n.lower() not in mine, n)):
+        names = sorted(os.listdir(folder))
+        for n in [n for n in names if _mine(n, mine)] + [n for n in names if not _mine(n, mine)]:
             st = os.stat(folder + "/" + n)
             if n.lower().endswith((".md", ".txt")) and not st[0] & 0x4000:
                 if len(stamp) < config.HW_MAX_FILES:
@@ -76,7 +82,7 @@ def index():
             path = config.DATASHEETS_DIR + "/" + stamp[fi][0]
             ix[1].append((path, board))
             # another file may take a quarter of the chunks at most
-            room = 4 * config.HW_MAX_CHUNKS if stamp[fi][0].lower() in mine else len(ix[2]) + config.HW_MAX_CHUNKS
+            room = 4 * config.HW_MAX_CHUNKS if _mine(stamp[fi][0], mine) else len(ix[2]) + config.HW_MAX_CHUNKS
             al = ix[3].setdefault(board, {})
             # the chunk being built starts at `start`, in the section whose heading is at
             # `head`, its last blank line ends at `blank`; `text`: it holds more than blank lines
