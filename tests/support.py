@@ -91,3 +91,29 @@ def write(path, data):
 def read(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def take_all(q):
+    """Everything waiting in bus queue ``q`` (``bus.inbound`` or ``bus.outbound``), oldest first."""
+    out = []
+    while True:
+        m = q.get(0)
+        if m is None:
+            return out
+        out.append(m)
+
+
+class Echo:
+    """A stand-in agent for runtime tests: each inbound message gets ``"echo: <text>"``."""
+
+    def __init__(self, b):
+        self.bus = b
+
+    def handle(self, msg):
+        self.bus.send(msg["channel"], msg["chat_id"], "echo: " + msg["text"])
+
+    def run(self, stop):
+        while not stop():
+            m = self.bus.inbound.get(20)
+            if m is not None:
+                self.handle(m)

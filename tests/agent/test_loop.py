@@ -95,12 +95,7 @@ def _msg(text_, chat="42", **kw):
 
 
 def _out(b):
-    items = []
-    while True:
-        x = b.outbound.get(0)
-        if x is None:
-            return items
-        items.append((x["kind"], x["text"]))
+    return [(x["kind"], x["text"]) for x in support.take_all(b.outbound)]
 
 
 def _check_history(messages):

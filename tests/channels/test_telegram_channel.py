@@ -26,12 +26,7 @@ def setup(allowed=("42",), inbound_max=8):
 
 
 def inbound(b):
-    out = []
-    while True:
-        m = b.inbound.get(0)
-        if m is None:
-            return out
-        out.append(m)
+    return support.take_all(b.inbound)
 
 
 def drain(tg, now, n=20):

@@ -42,12 +42,7 @@ def pump(tg, until, timeout=6.0):
 
 
 def inbound(b):
-    out = []
-    while True:
-        m = b.inbound.get(0)
-        if m is None:
-            return out
-        out.append(m)
+    return support.take_all(b.inbound)
 
 
 def test_hello_text_in_and_formatted_reply_out(env):

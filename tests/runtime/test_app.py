@@ -13,18 +13,7 @@ _out = []
 _saved = {}
 
 
-class Echo:
-    def __init__(self, b):
-        self.bus = b
-
-    def handle(self, msg):
-        self.bus.send(msg["channel"], msg["chat_id"], "echo: " + msg["text"])
-
-    def run(self, stop):
-        while not stop():
-            m = self.bus.inbound.get(20)
-            if m is not None:
-                self.handle(m)
+Echo = support.Echo
 
 
 def _setup(factory=Echo, **cfg):

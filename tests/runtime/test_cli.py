@@ -164,18 +164,7 @@ def test_status_heap_wifi():
     assert "LLM: " in t and "heap" in t and "mimi-sim-wifi" in t
 
 
-class Echo:
-    def __init__(self, b):
-        self.bus = b
-
-    def handle(self, msg):
-        self.bus.send(msg["channel"], msg["chat_id"], "echo: " + msg["text"])
-
-    def run(self, stop):
-        while not stop():
-            m = self.bus.inbound.get(50)
-            if m is not None:
-                self.handle(m)
+Echo = support.Echo
 
 
 def test_ask_while_the_app_is_stopped_runs_the_agent_here():
