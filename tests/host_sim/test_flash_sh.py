@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from vbclient import vboard  # noqa: F401 - the fixture
+from vbclient import vboard, vboard_stock  # noqa: F401 - the fixtures
 
 from host_sim import hostenv
 
@@ -53,7 +53,7 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
     (board / "lib" / "mimi" / "gone.py").write_text("raise ImportError\n")
 
     env = _env(MIMI_SEED_DIR=str(seed))
-    flash_sh("--port", vboard.port, "deploy", env=env)
+    flash_sh("--port", vboard.port, "deploy", "--files", env=env)
     want = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware"))
             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
             for n in names if not n.endswith(".pyc")}
@@ -77,10 +77,12 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
 
     flash_sh("--port", vboard.port, "reset")
     # The board powers on: boot.py and main.py from the flash folder, the package from
-    # /lib (the only mimi on the board's sys.path), the settings from its NVS.
-    got = _board_exec(vboard.port, "import sys\nfrom mimi import app, config\n"
-                      "print(app.state['started_ms'] is not None, app.__file__, config.get('wifi_ssid'), sys.path)")
-    assert got == "True /lib/mimi/app.py Sim Net ['', '.frozen', '/lib']", got
+    # /lib (its ROMFS partition holds an empty image: --files cleared it), the settings
+    # from its NVS.
+    got = _board_exec(vboard.port, "import os, sys\nfrom mimi import app, config\n"
+                      "print(app.state['started_ms'] is not None, app.__file__, config.get('wifi_ssid'), sys.path,"
+                      " os.listdir('/rom'))")
+    assert got == "True /lib/mimi/app.py Sim Net ['', '.frozen', '/lib', '/rom', '/rom/lib'] []", got
 
 
 def _board_exec(port, code):
@@ -90,23 +92,23 @@ def _board_exec(port, code):
     return p.stdout.strip()
 
 
-def test_the_deployed_mpy_copy_boots_and_answers_a_telegram_message(vboard):
+def test_the_romfs_image_boots_and_answers_a_telegram_message(vboard):
     pytest.importorskip("host_sim.fakes.telegram")
     from host_sim.fakes.llm import FakeAnthropic, Reply
     from host_sim.fakes.telegram import FakeTelegram
 
     board = vboard.flash
     (board / "lib" / "mimi").mkdir(parents=True)
-    (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the .mpy')\n")
-    flash_sh("--port", vboard.port, "deploy", "--mpy")
-    files = _files(board / "lib")
-    code = [f for f in files if not f.endswith((".md", ".jsonl"))]
-    assert code and all(f.endswith(".mpy") for f in code), files
-    assert "mimi/app.mpy" in files and (board / "main.py").exists()
-    # The data files go as they are: the context reads its rules, the registry its tools.
-    assert "mimi/agent/rules.md" in files and "mimi/tools/tools.jsonl" in files
-    assert (board / "lib" / "mimi" / "tools" / "tools.jsonl").read_bytes() == open(
-        os.path.join(ROOT, "firmware", "mimi", "tools", "tools.jsonl"), "rb").read()
+    (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the image')\n")
+    p = flash_sh("--port", vboard.port, "deploy")
+    assert "as a ROMFS image" in p.stdout and "ROMFS image deployed" in p.stdout, p.stdout
+    # The package is in the partition (romfs.bin), not among the files; the stale copy went.
+    assert not (board / "lib" / "mimi").exists()
+    image = (board / "romfs.bin").read_bytes()
+    assert image[:3] == b"\xd2\xcd\x31"
+    # The data files go as they are, byte for byte, beside the compiled modules.
+    jsonl = open(os.path.join(ROOT, "firmware", "mimi", "tools", "tools.jsonl"), "rb").read()
+    assert jsonl in image
     flash_sh("--port", vboard.port, "seed")  # the real spiffs_seed/
     assert (board / "data" / "config" / "SOUL.md").exists()
     with FakeTelegram(token="123456:FAKE-vboard") as tg, FakeAnthropic(api_key="sk-ant-FAKE-vb") as llm:
@@ -119,13 +121,28 @@ def test_the_deployed_mpy_copy_boots_and_answers_a_telegram_message(vboard):
         assert tg.texts(4242) == ["Deployed and alive."]
         assert len(llm.requests) == 2 and llm.requests[0]["headers"]["x-api-key"] == "sk-ant-FAKE-vb"
         # The model was offered read_file as the compiled registry describes it (from
-        # tools.jsonl beside the .mpy), and the tool ran on the board's flash.
+        # tools.jsonl inside the image), and the tool ran on the board's flash.
         offered = {t["name"]: t for t in llm.requests[0]["json"]["tools"]}
         assert offered["read_file"]["input_schema"]["required"] == ["path"]
         soul_first_line = open(board / "data" / "config" / "SOUL.md").read().strip().splitlines()[0]
         assert soul_first_line in str(llm.requests[1]["json"]["messages"][-1]["content"])
-    # What answered was the compiled copy on the board's flash.
-    got = _board_exec(vboard.port, "from mimi import app\nprint(app.__file__)")
+    # What answered was the image, mounted at /rom: compiled modules and the data files.
+    got = _board_exec(vboard.port, "import os\nfrom mimi import app\nprint(app.__file__, sorted(os.listdir('/rom/mimi/tools')))")
+    assert got.startswith("/rom/mimi/app.mpy ['__init__.mpy', 'clock.mpy', "), got
+    assert "'tools.jsonl'" in got and ".py'" not in got, got
+
+
+def test_a_board_without_a_romfs_partition_gets_files(vboard_stock):
+    board = vboard_stock.flash
+    p = flash_sh("--port", vboard_stock.port, "deploy")
+    assert "no ROMFS partition" in p.stdout, p.stdout
+    assert "mimi/app.py" in _files(board / "lib") and not (board / "romfs.bin").exists()
+    flash_sh("--port", vboard_stock.port, "deploy", "--mpy")
+    files = _files(board / "lib")
+    code = [f for f in files if not f.endswith((".md", ".jsonl"))]
+    assert code and all(f.endswith(".mpy") for f in code), files
+    assert "mimi/agent/rules.md" in files and "mimi/tools/tools.jsonl" in files
+    got = _board_exec(vboard_stock.port, "from mimi import app\nprint(app.__file__)")
     assert got == "/lib/mimi/app.mpy", got
 
 

@@ -17,9 +17,10 @@ ROOT = hostenv.ROOT
 
 
 class VBoard:
-    def __init__(self, flash):
+    def __init__(self, flash, *args):
         self.proc = subprocess.Popen([sys.executable, "-u", "-m", "host_sim", "vboard", "--flash", str(flash),
-                                      "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                      "--port", "0"] + list(args), cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
         line = self.proc.stdout.readline()
         m = re.search(rb"socket://127\.0\.0\.1:(\d+) ", line)
         if not m:
@@ -58,6 +59,17 @@ def vboard(tmp_path):
     flash = tmp_path / "board"
     flash.mkdir()
     b = VBoard(flash)
+    b.flash = flash
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def vboard_stock(tmp_path):
+    """A virtual board without a ROMFS partition (the stock partition table)."""
+    flash = tmp_path / "board"
+    flash.mkdir()
+    b = VBoard(flash, "--romfs-kb", "0")
     b.flash = flash
     yield b
     b.stop()
