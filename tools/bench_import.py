@@ -65,24 +65,11 @@ def modules(folder, pkg):
     return out
 
 
-def mount_image(path):
-    """Mount the ROMFS image file at /rom; the heap its bytes hold (B)."""
-    import vfs
-
-    gc.collect()
-    before = gc.mem_alloc()
-    with open(path, "rb") as f:
-        img = f.read()
-    gc.collect()
-    held = gc.mem_alloc() - before
-    vfs.mount(vfs.VfsRom(img), "/rom")
-    sys.path.insert(0, "/rom")
-    return held
-
-
 def main():
+    import _romfs  # host_sim/stubs: the image into the heap, mounted at /rom
+
     image = os.getenv("MIMI_ROMFS_IMAGE")
-    held = mount_image(image) if image else 0
+    held = _romfs.mount(image)
     base = None
     for p in sys.path:
         try:
