@@ -186,7 +186,8 @@ def app_answers(heap_kb, reply_bytes, timeout_s=60):
     from host_sim.fakes.llm import Reply
     from host_sim.harness import Sim
 
-    sim = Sim(runtime="micropython", heap="%dK" % heap_kb, boot_timeout_s=15)
+    env = {"MIMI_ROMFS_IMAGE": ROMFS["path"]} if ROMFS else None
+    sim = Sim(runtime="micropython", heap="%dK" % heap_kb, boot_timeout_s=15, env=env)
     try:
         sim.start()
         sim.llm.script(Reply.text("Hello."))
@@ -218,7 +219,7 @@ def app_answers(heap_kb, reply_bytes, timeout_s=60):
             pass
 
 
-def app_smallest(reply_bytes, lo_kb=256, hi_kb=2048, step_kb=32):
+def app_smallest(reply_bytes, lo_kb=128, hi_kb=2048, step_kb=32):
     """The smallest heap (KB, to ``step_kb``) in which ``app_answers`` holds; None if not even ``hi_kb``."""
     if not app_answers(hi_kb, reply_bytes):
         return None
@@ -239,9 +240,6 @@ def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100
         use_romfs(tempfile.mkdtemp(prefix="mimi-bench-romfs-"))
         print("The package from its ROMFS image (%d KB; in flash on a board, in the heap here: each heap below is "
               "given that much more and the figures leave it out)" % ROMFS["kb"])
-        if app:
-            print("(whole app: not with --romfs; run without it)")
-            app = ()
     fake = start_fake()
     rc = 0
     try:

@@ -78,4 +78,7 @@ def _stop():
 
 if __name__ == "__main__":
     # micropython host_sim/board.py <firmware_dir>
+    import _romfs  # host_sim/stubs: with MIMI_ROMFS_IMAGE, the package's image at /rom first
+
+    _romfs.mount()
     sys.exit(run(sys.argv[1]))

