@@ -1,10 +1,11 @@
 """Stock-like ESP32-S3 firmware images for the tests of tools/partitions.py and flash.sh (host only).
 
 ``partitions`` is tools/partitions.py loaded from this checkout by path (``tools`` is no
-package). ``STOCK_8MIB`` is upstream's ports/esp32/partitions-8MiB.csv as MicroPython
-1.22-1.25 ship it for ESP32_GENERIC_S3 (later releases grow factory to 0x300000 and
-start vfs at 0x310000). ``merged_image`` lays out a merged .bin as micropython.org
-ships it: bootloader at 0x0, table at 0x8000, app at 0x10000.
+package). ``STOCK_8MIB`` is upstream's ports/esp32/partitions-8MiB.csv, the table of
+ESP32_GENERIC_S3 (boards/ESP32_GENERIC_S3/sdkconfig.board), in one of its versions;
+``STOCK_8MIB_3M_APP`` is another version, with a 3 MiB factory app. ``merged_image``
+lays out a merged .bin as micropython.org ships it: bootloader at 0x0, table at 0x8000,
+app at 0x10000.
 """
 import importlib.util
 import os
@@ -21,6 +22,10 @@ STOCK_8MIB = [
     E("phy_init", 1, 0x01, 0xF000, 0x1000, 0),
     E("factory", 0, 0x00, 0x10000, 0x1F0000, 0),
     E("vfs", 1, 0x81, 0x200000, 0x600000, 0),
+]
+STOCK_8MIB_3M_APP = STOCK_8MIB[:2] + [
+    E("factory", 0, 0x00, 0x10000, 0x300000, 0),
+    E("vfs", 1, 0x81, 0x310000, 0x4F0000, 0),
 ]
 
 

@@ -206,8 +206,12 @@ def main(argv=None):
         print("It already has a romfs partition; the image is written unchanged.\n")
     else:
         print("New table (romfs from the start of the filesystem partition):\n%s\n" % describe(new))
-    with open(out, "wb") as f:
-        f.write(patched)
+    try:
+        with open(out, "wb") as f:
+            f.write(patched)
+    except OSError as e:
+        print("partitions.py: %s" % e, file=sys.stderr)
+        return 2
     print("Written: %s" % out)
     r = romfs_entry(new)
     print("romfs: offset %#x, size %#x (%d KiB)" % (r.offset, r.size, r.size // 1024))

@@ -139,7 +139,8 @@ def _recorder(tmp_path, name):
     exe.write_text("#!/bin/sh\nif [ \"$1\" = version ]; then echo 'esptool v5.6.0'; exit 0; fi\n"
                    "echo \"$@\" >> %s\n"
                    "for a; do last=$a; done\n"
-                   "case \" $* \" in *\" write-flash \"*) cp \"$last\" %s ;; esac\n" % (log, tmp_path / (name + ".written")))
+                   "case \" $* \" in *\" write-flash \"*) cp \"$last\" %s ;; esac\n"
+                   % (log, tmp_path / (name + ".written")))
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return str(exe), log
 

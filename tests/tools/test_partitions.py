@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from esp_image import STOCK_8MIB, merged_image, partitions, ROOT
+from esp_image import ROOT, STOCK_8MIB, STOCK_8MIB_3M_APP, merged_image, partitions
 
 P = partitions
 CLI = [sys.executable, "tools/partitions.py"]
@@ -52,6 +52,12 @@ def test_with_romfs_carves_512k_from_the_start_of_vfs():
     assert len(new) == 5
     assert P.with_romfs(new) == new  # idempotent
     assert P.with_romfs(STOCK_8MIB, 0x10000)[4].offset == 0x210000  # the size is honoured
+
+
+def test_with_romfs_on_the_table_with_a_3mib_app():
+    new = P.with_romfs(STOCK_8MIB_3M_APP)
+    assert new[:3] == STOCK_8MIB_3M_APP[:3]
+    assert [(e.label, e.offset, e.size) for e in new[3:]] == [("romfs", 0x310000, 0x80000), ("vfs", 0x390000, 0x470000)]
 
 
 def test_with_romfs_takes_ffat_when_there_is_no_vfs():
