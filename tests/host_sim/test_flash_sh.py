@@ -8,11 +8,13 @@ import sys
 import pytest
 from vbclient import vboard, vboard_stock  # noqa: F401 - the fixtures
 
+import esp_image
 from host_sim import hostenv
 
 ROOT = hostenv.ROOT
 FLASH_SH = os.path.join(ROOT, "tools", "flash.sh")
 BIN = os.path.dirname(sys.executable)
+partitions = esp_image.partitions
 
 
 def _env(**extra):
@@ -147,23 +149,71 @@ def test_a_board_without_a_romfs_partition_gets_files(vboard_stock):
 
 
 def _recorder(tmp_path, name):
+    """A stand-in for esptool or mpremote that logs its arguments; a write-flash's file
+    (its last argument, gone once flash.sh ends) is copied to NAME.written."""
     log = tmp_path / (name + ".log")
     exe = tmp_path / name
     exe.write_text("#!/bin/sh\nif [ \"$1\" = version ]; then echo 'esptool v5.6.0'; exit 0; fi\n"
-                   "echo \"$@\" >> %s\n" % log)
+                   "echo \"$@\" >> %s\n"
+                   "for a; do last=$a; done\n"
+                   "case \" $* \" in *\" write-flash \"*) cp \"$last\" %s ;; esac\n"
+                   % (log, tmp_path / (name + ".written")))
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return str(exe), log
 
 
-def test_flash_erases_then_writes_the_image_at_offset_zero(tmp_path):
+def _written_path(log):
+    erase, write = log.read_text().splitlines()
+    assert erase == "--chip esp32s3 --port /dev/ttyACM0 erase-flash"
+    head = "--chip esp32s3 --port /dev/ttyACM0 --baud 460800 write-flash -z 0x0 "
+    assert write.startswith(head), write
+    return write[len(head):]
+
+
+def test_flash_erases_then_writes_the_image_with_a_romfs_partition_at_offset_zero(tmp_path):
     esptool, log = _recorder(tmp_path, "esptool")
     image = tmp_path / "ESP32_GENERIC_S3-v1.25.0.bin"
-    image.write_bytes(b"\xe9" + b"\0" * 11 + b"\x09\x00" + b"\0" * 50)  # magic; chip id 9 (ESP32-S3)
-    flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
-    assert log.read_text().splitlines() == [
-        "--chip esp32s3 --port /dev/ttyACM0 erase-flash",
-        "--chip esp32s3 --port /dev/ttyACM0 --baud 460800 write-flash -z 0x0 %s" % image,
-    ]
+    image.write_bytes(esp_image.merged_image())
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
+    sent = _written_path(log)
+    assert sent != str(image) and not os.path.exists(sent)  # a temporary copy, removed at the end
+    got, src = (tmp_path / "esptool.written").read_bytes(), image.read_bytes()
+    assert len(got) == len(src) and got[:0x8000] == src[:0x8000] and got[0x8C00:] == src[0x8C00:]
+    new = partitions.parse(got[0x8000:0x8C00])
+    assert new == partitions.with_romfs(esp_image.STOCK_8MIB)
+    assert (new[3].label, new[3].offset, new[3].size) == ("romfs", 0x200000, 0x80000)
+    assert ('ROMFS partition "romfs" at offset 0x200000, size 0x80000 (512 KiB): tools/flash.sh deploy puts '
+            "the package there.") in p.stdout
+    assert image.read_bytes() == src  # the download is left as it was
+
+
+def test_flash_writes_an_image_that_has_romfs_already_as_it_is(tmp_path):
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "fw.bin"
+    image.write_bytes(esp_image.merged_image(partitions.with_romfs(esp_image.STOCK_8MIB, 0x40000)))
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
+    assert (tmp_path / "esptool.written").read_bytes() == image.read_bytes()
+    assert "at offset 0x200000, size 0x40000 (256 KiB)" in p.stdout
+
+
+def test_flash_no_romfs_writes_the_image_unchanged(tmp_path):
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "fw.bin"
+    image.write_bytes(esp_image.merged_image())
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", "--no-romfs", str(image), env=_env(ESPTOOL=esptool))
+    assert _written_path(log) == str(image)
+    assert (tmp_path / "esptool.written").read_bytes() == image.read_bytes()
+    assert "ROMFS partition" not in p.stdout and "with the romfs partition" not in p.stdout, p.stdout
+
+
+def test_flash_refuses_an_image_without_a_partition_table_before_erasing(tmp_path):
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "micropython.bin"  # the app alone, as a build's micropython.bin (written at 0x10000)
+    image.write_bytes(esp_image.merged_image()[0x10000:] * 4)
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool), check=False)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "no valid partition table at 0x8000" in p.stderr and "nothing erased" in p.stderr, p.stderr
+    assert not log.exists() and "Erasing" not in p.stdout
 
 
 @pytest.mark.parametrize("head,port,msg", [(b"\xe9" + b"\0" * 15, "/dev/ttyACM0", "not a MicroPython image for the ESP32-S3"),
@@ -197,6 +247,7 @@ def test_config_code_sets_the_key_of_the_provider_stored_on_the_board(tmp_path):
 
 @pytest.mark.parametrize("args,msg", [(["flash"], "give the MicroPython image"),
                                       (["flash", "/nonexistent.bin"], "no such file"),
+                                      (["flash", "--romfs-kb", "64", "fw.bin"], "unknown option --romfs-kb"),
                                       (["config", "tz=Mars"], "tz: expected"),
                                       (["config", "colour=blue"], "unknown setting"),
                                       (["config", "provider=custom"], "needs base_url="),

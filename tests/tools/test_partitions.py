@@ -1,0 +1,138 @@
+"""tools/partitions.py: ESP-IDF partition tables read, written and given a ROMFS partition (host only)."""
+import hashlib
+import subprocess
+import sys
+
+import pytest
+
+from esp_image import ROOT, STOCK_8MIB, STOCK_8MIB_3M_APP, merged_image, partitions
+
+P = partitions
+CLI = [sys.executable, "tools/partitions.py"]
+
+
+def test_pack_lays_out_entries_md5_and_padding_as_esp_idf_does():
+    table = P.pack(STOCK_8MIB)
+    assert len(table) == 0xC00
+    # The first entry, byte by byte (gen_esp32part: <2sBBLL16sL).
+    assert table[:32] == (b"\xAA\x50\x01\x02" + (0x9000).to_bytes(4, "little") + (0x6000).to_bytes(4, "little")
+                          + b"nvs" + b"\0" * 13 + b"\0" * 4)
+    body = table[:4 * 32]
+    assert table[128:144] == b"\xEB\xEB" + b"\xFF" * 14
+    assert table[144:160] == hashlib.md5(body).digest()
+    assert table[160:] == b"\xFF" * (0xC00 - 160)
+
+
+def test_parse_reads_back_what_pack_wrote():
+    assert P.parse(P.pack(STOCK_8MIB)) == STOCK_8MIB
+    odd = [P.Entry("x" * 16, 0x40, 0x99, 0x123000, 0x1000, 1)]  # 16-byte label, custom type, encrypted flag
+    assert P.parse(P.pack(odd)) == odd
+
+
+def test_parse_checks_magic_and_md5():
+    table = bytearray(P.pack(STOCK_8MIB))
+    bad_md5 = bytearray(table)
+    bad_md5[40] ^= 0x01  # the second entry's offset: the digest no longer matches
+    with pytest.raises(ValueError, match="MD5 mismatch"):
+        P.parse(bytes(bad_md5))
+    no_magic = bytearray(table)
+    no_magic[0:2] = b"\x12\x34"
+    with pytest.raises(ValueError, match="magic AA 50"):
+        P.parse(bytes(no_magic))
+    no_md5 = table[:128] + b"\xFF" * (0xC00 - 128)
+    with pytest.raises(ValueError, match="no MD5 entry"):
+        P.parse(no_md5)
+
+
+def test_with_romfs_carves_512k_from_the_start_of_vfs():
+    new = P.with_romfs(STOCK_8MIB)
+    assert new[:3] == STOCK_8MIB[:3]
+    assert new[3] == P.Entry("romfs", 1, 0x8F, 0x200000, 0x80000, 0)
+    assert new[4] == P.Entry("vfs", 1, 0x81, 0x280000, 0x580000, 0)
+    assert len(new) == 5
+    assert P.with_romfs(new) == new  # idempotent
+    assert P.with_romfs(STOCK_8MIB, 0x10000)[4].offset == 0x210000  # the size is honoured
+
+
+def test_with_romfs_on_the_table_with_a_3mib_app():
+    new = P.with_romfs(STOCK_8MIB_3M_APP)
+    assert new[:3] == STOCK_8MIB_3M_APP[:3]
+    assert [(e.label, e.offset, e.size) for e in new[3:]] == [("romfs", 0x310000, 0x80000), ("vfs", 0x390000, 0x470000)]
+
+
+def test_with_romfs_takes_ffat_when_there_is_no_vfs():
+    uf2 = STOCK_8MIB[:3] + [STOCK_8MIB[3]._replace(label="ffat")]
+    new = P.with_romfs(uf2)
+    assert [(e.label, e.offset) for e in new[3:]] == [("romfs", 0x200000), ("ffat", 0x280000)]
+
+
+@pytest.mark.parametrize("entries,size,msg", [
+    (STOCK_8MIB[:3], P.ROMFS_BYTES, "no filesystem partition"),
+    (STOCK_8MIB[:3] + [STOCK_8MIB[3]._replace(size=0x170000)], P.ROMFS_BYTES, "less than 1024 KiB"),
+    (STOCK_8MIB, 0x80001, "multiple of 4 KiB"),
+    (STOCK_8MIB, 0, "multiple of 4 KiB"),
+    (STOCK_8MIB[:3] + [STOCK_8MIB[3]._replace(type=0)], P.ROMFS_BYTES, "no filesystem partition"),
+])
+def test_with_romfs_refuses(entries, size, msg):
+    with pytest.raises(ValueError, match=msg):
+        P.with_romfs(entries, size)
+
+
+def test_with_romfs_leaves_a_filesystem_of_exactly_1mib():
+    new = P.with_romfs(STOCK_8MIB[:3] + [STOCK_8MIB[3]._replace(size=0x180000)])
+    assert new[4].size == 0x100000
+
+
+def test_patch_image_changes_only_the_table():
+    img = merged_image()
+    out = P.patch_image(img, P.ROMFS_BYTES)
+    assert len(out) == len(img)
+    assert out[:0x8000] == img[:0x8000] and out[0x8C00:] == img[0x8C00:]
+    assert P.parse(out[0x8000:0x8C00]) == P.with_romfs(STOCK_8MIB)
+    assert P.patch_image(out, P.ROMFS_BYTES) == out
+
+
+@pytest.mark.parametrize("img,msg", [
+    (merged_image()[0x10000:], "no partition table at 0x8000"),  # the app alone: too short
+    (merged_image()[0x10000:] * 4, "no valid partition table at 0x8000"),  # app bytes where the table would be
+    (merged_image()[:0x8000] + b"\xFF" * 0x9000, "no valid partition table at 0x8000"),
+])
+def test_patch_image_refuses_an_image_without_a_table(img, msg):
+    with pytest.raises(ValueError, match=msg):
+        P.patch_image(img, P.ROMFS_BYTES)
+
+
+def test_cli_prints_both_tables_and_writes_the_patched_image(tmp_path):
+    src = tmp_path / "fw.bin"
+    src.write_bytes(merged_image())
+    p = subprocess.run(CLI + [str(src), "-o", str(tmp_path / "out.bin")], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    rows = [line.split()[0] for line in p.stdout.splitlines() if line.startswith(("vfs ", "romfs "))]
+    assert rows == ["vfs", "romfs", "vfs"]  # the old table, then the new one
+    assert "0x200000   0x600000" in p.stdout and "0x280000   0x580000" in p.stdout
+    assert p.stdout.rstrip().endswith("romfs: offset 0x200000, size 0x80000 (512 KiB)")
+    assert (tmp_path / "out.bin").read_bytes() == P.patch_image(src.read_bytes(), 0x80000)
+    p = subprocess.run(CLI + [str(src), "--romfs-kb", "256"], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0 and "size 0x40000 (256 KiB)" in p.stdout, p.stderr
+    assert P.parse((tmp_path / "fw-romfs.bin").read_bytes()[0x8000:0x8C00])[4].offset == 0x240000
+
+
+def test_cli_show_and_refusal(tmp_path):
+    src = tmp_path / "fw.bin"
+    src.write_bytes(merged_image())
+    p = subprocess.run(CLI + ["--show", str(src)], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0 and "romfs" not in p.stdout and "factory" in p.stdout, p.stderr
+    assert not (tmp_path / "fw-romfs.bin").exists()
+    app = tmp_path / "app.bin"
+    app.write_bytes(merged_image()[0x10000:])
+    p = subprocess.run(CLI + [str(app)], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 2 and "no partition table at 0x8000" in p.stderr and p.stdout == ""
+
+
+def test_pack_refuses_more_entries_than_fit_and_long_labels():
+    many = [P.Entry("p%d" % i, 1, 0x81, 0x10000 * (i + 1), 0x1000, 0) for i in range(96)]
+    assert len(P.parse(P.pack(many[:95]))) == 95
+    with pytest.raises(ValueError, match="at most 95"):
+        P.pack(many)
+    with pytest.raises(ValueError, match="longer than 16"):
+        P.pack([P.Entry("x" * 17, 1, 0x81, 0x10000, 0x1000, 0)])
