@@ -203,11 +203,13 @@ cmd_deploy() {
     need_mpremote
     # Does the board have a ROMFS partition (tools/flash.sh flash makes one)? This first
     # call also makes the soft reset that stops a running assistant.
-    local romfs
+    # 1: yes; 0: a firmware with ROMFS but no partition; 2: a firmware without ROMFS.
+    local romfs found
     romfs="$(mp exec 'import vfs
-print("@@romfs", 1 if hasattr(vfs, "rom_ioctl") and vfs.rom_ioctl(1) > 0 else 0)' | sed -n 's/^@@romfs \([01]\).*/\1/p')"
+print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl") else 2)' | sed -n 's/^@@romfs \([012]\).*/\1/p')"
     RESET_DONE=1
     [ -n "$romfs" ] || die "deploy: no answer from the board on ${PORT:-the first USB serial device}"
+    found="$romfs"
     [ "$files" = 1 ] && romfs=0
     [ "$romfs" = 1 ] && mpy=1  # an image holds compiled modules: they run from flash in place
     local stage
@@ -240,10 +242,12 @@ ${PY_ROMFS_MOUNT}" \
             + exec "$PY_SETTLE" || { rm -rf "$stage"; exit 1; }
     else
         echo "Deploying boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."
-        [ "$files" = 1 ] || echo "(This board has no ROMFS partition: the package's code will take about twice the heap. tools/flash.sh flash makes one.)"
+        case "$files$found" in
+            00) echo "(This board has no ROMFS partition: the package's code will take about twice the heap. tools/flash.sh flash makes one.)" ;;
+            02) echo "(This MicroPython has no ROMFS support (no vfs.rom_ioctl): the package's code will take about twice the heap. boards/MIMI_ESP32_S3_ROMFS/README.md builds one that has it.)" ;;
+        esac
         # An image deployed before would still be importable: an empty one replaces it.
-        if [ "$files" = 1 ] && mp exec 'import vfs
-print("@@romfs", 1 if hasattr(vfs, "rom_ioctl") and vfs.rom_ioctl(1) > 0 else 0)' | grep -q '^@@romfs 1'; then
+        if [ "$found" = 1 ]; then
             mp romfs --no-mpy deploy "$stage/empty" >/dev/null || { rm -rf "$stage"; exit 1; }
         fi
         mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')

@@ -1,5 +1,6 @@
 """tools/partitions.py: ESP-IDF partition tables read, written and given a ROMFS partition (host only)."""
 import hashlib
+import os
 import subprocess
 import sys
 
@@ -136,3 +137,20 @@ def test_pack_refuses_more_entries_than_fit_and_long_labels():
         P.pack(many)
     with pytest.raises(ValueError, match="longer than 16"):
         P.pack([P.Entry("x" * 17, 1, 0x81, 0x10000, 0x1000, 0)])
+
+
+def test_the_romfs_board_definition_has_the_table_flash_makes_from_the_stock_one():
+    # boards/MIMI_ESP32_S3_ROMFS (a MicroPython build with ROMFS on) and tools/flash.sh
+    # flash (the stock image, its table patched) must give a board the same partitions.
+    rows = []
+    with open(os.path.join(ROOT, "boards", "MIMI_ESP32_S3_ROMFS", "partitions-8MiB-romfs.csv")) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                rows.append([c.strip() for c in line.split(",")])
+    kinds = {"app": 0, "data": 1}
+    subtypes = {"nvs": 0x02, "phy": 0x01, "factory": 0x00, "fat": 0x81}
+    got = [(r[0], kinds[r[1]], subtypes.get(r[2]) if r[2] in subtypes else int(r[2], 16), int(r[3], 16),
+            int(r[4], 16)) for r in rows]
+    want = [(e.label, e.type, e.subtype, e.offset, e.size) for e in partitions.with_romfs(STOCK_8MIB_3M_APP)]
+    assert got == want
