@@ -1,23 +1,28 @@
-"""The whole mimi package imports under a 256 KB MicroPython heap within budget (issue 2)."""
+"""The whole mimi package imports under a 256 KB MicroPython heap within budget (issue 2).
+
+The budgeted figure is the package as tools/flash.sh deploys it: a ROMFS image whose
+bytecode runs from flash (tools/bench_import.py explains the measure). The .py files'
+figure is printed beside it and must stay far above, or the ROMFS run did not run in place.
+"""
 import os
 import re
 import subprocess
 import sys
 
-import pytest
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMPORT_BUDGET_BYTES = 96 * 1024
 
 
-# Known to be over budget while the parts land; the heap diet is tracked in the README.
-@pytest.mark.xfail(reason="whole-package import heap is over the 96 KB budget (see README, Figures)", strict=False)
 def test_package_imports_within_budget_on_a_256k_heap():
     p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_import.py"), "256K"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
-    m = re.search(r"heap after import: (\d+) B", p.stdout)
-    assert m, p.stdout
-    n_modules = int(re.search(r"modules: (\d+)", p.stdout).group(1))
-    assert n_modules >= 7
-    assert int(m.group(1)) <= IMPORT_BUDGET_BYTES, p.stdout
+    counts = [int(n) for n in re.findall(r"modules: (\d+)", p.stdout)]
+    assert len(counts) == 2 and counts[0] == counts[1] >= 40, p.stdout
+    romfs = re.search(r"heap after import: (\d+) B.*less the image's (\d+) B", p.stdout)
+    files = re.search(r"heap after import from \.py files: (\d+) B", p.stdout)
+    assert romfs and files, p.stdout
+    held, image = int(romfs.group(1)), int(romfs.group(2))
+    assert image > 64 * 1024, p.stdout  # the image really sat in the heap and was left out
+    assert held <= IMPORT_BUDGET_BYTES, p.stdout
+    assert held < int(files.group(1)) * 2 // 3, p.stdout
