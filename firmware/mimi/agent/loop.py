@@ -30,6 +30,12 @@ from mimi.tools import registry
 import mimi.llm as llm
 from mimi.llm import usage
 
+# Tunables (config.py holds those shared by several modules and the settings).
+_AGENT_POLL_MS = const(500)  # how long run() waits on the inbound queue between stop checks
+_AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note...
+_AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever comes first
+_AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
+
 TAG = "agent"
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
 _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try something shorter, or /new."
@@ -66,7 +72,7 @@ def warm(context):
     except ImportError:
         retrieval = None
     context.build({"channel": "cli", "chat_id": "0", "session": "warm"}, retrieval and (
-        lambda room: retrieval.for_message("led pin", min(room, config.AGENT_HW_NOTES_BYTES))))
+        lambda room: retrieval.for_message("led pin", min(room, _AGENT_HW_NOTES_BYTES))))
 
 
 class Agent:
@@ -87,7 +93,7 @@ class Agent:
         """Take messages from ``bus.inbound`` until ``stop()`` is true (the agent thread)."""
         log.info(TAG, "started")
         while not stop():
-            msg = self.bus.inbound.get(config.AGENT_POLL_MS)
+            msg = self.bus.inbound.get(_AGENT_POLL_MS)
             if msg is not None:
                 self.handle(msg)
                 msg = None
@@ -143,7 +149,7 @@ class Agent:
         _add(key, messages, {"role": "user", "content": text})
         # hardware notes: a function of the room left in the context, which calls it
         self.context.build(msg, retrieval and (
-            lambda room: retrieval.for_message(text, min(room, config.AGENT_HW_NOTES_BYTES))))
+            lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES))))
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
         tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group")}
@@ -194,8 +200,8 @@ class Agent:
                         res = registry.execute(name, c.get("input") or {}, tctx)
                     _add(key, messages, {"role": "tool", "tool_call_id": c["id"], "name": name, "content": res[0],
                                          "is_error": res[1]})
-                if not noted and (rnd + 1 >= config.AGENT_NOTE_AFTER_ROUNDS or
-                                  seam.ticks_diff(seam.ticks_ms(), t0) >= config.AGENT_NOTE_AFTER_MS):
+                if not noted and (rnd + 1 >= _AGENT_NOTE_AFTER_ROUNDS or
+                                  seam.ticks_diff(seam.ticks_ms(), t0) >= _AGENT_NOTE_AFTER_MS):
                     noted = True
                     self.bus.send(channel, chat, llm.pick(_MSG, "note") % (steps, ", ".join(ran[:6])), "note")
             elif stop == "pause_turn":  # the server paused its own loop: send the turn back to go on

@@ -19,8 +19,13 @@ An alias of kind ``in`` (a button) is not switched: the reply says so and gives 
 An alias of kind ``ws2812`` is lit with ``HW_RGB_ON`` (dim white) or set dark. A pin the
 policy refuses gets a reply naming the rule. Every reply names the alias and the GPIO.
 """
+from micropython import const
+
 from mimi import config, log
 from mimi.hw import datasheets
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_HW_FASTPATH_MAX_CHARS = const(80)  # longer messages are never a plain command
 
 # Word lists, "|" between them, each word between spaces: signs that a message is not a
 # plain command, found anywhere (questions, Chinese negations) or as words (English
@@ -40,7 +45,7 @@ def parse(text, known):
     list of aliases)."""
     t = text.strip().lower()
     words = _WORDS.split("|")
-    if len(t) > config.HW_FASTPATH_MAX_CHARS:
+    if len(t) > _HW_FASTPATH_MAX_CHARS:
         return None
     for n in words[0].split():
         if n in t:
