@@ -36,7 +36,6 @@ STATE_DIR = DATA + "/state"  # small runtime state: Telegram offset, token count
 # -- agent -----------------------------------------------------------------------------
 AGENT_MAX_ROUNDS = const(10)  # LLM calls per inbound message
 AGENT_CONTEXT_BYTES = const(16384)  # the system prompt buffer
-AGENT_GROUP_DENIED = ("file", "gpio", "cron")  # tool groups group chats do not get by default
 
 # Modules a turn would otherwise load on first use: app.init loads them in this order, one
 # by one with a collection after each, while the heap is still whole (docs/heap.md).
@@ -160,7 +159,6 @@ SETTINGS = {
 LLM_RESPONSE_MAX_BYTES = const(36864)  # the one reply buffer: a 32 KB answer plus its JSON
 LLM_MAX_TOKENS = const(4096)  # per reply; about 16 KB of English, fits the buffer
 LLM_TIMEOUT_MS = const(120000)  # each read: a non-streamed reply arrives all at once
-LLM_ANTHROPIC_VERSION = "2023-06-01"
 USAGE_PATH = STATE_DIR + "/usage.json"  # tokens per day
 # One API key per preset, never sent to another; api_key is what MIMI_API_KEY and
 # flash.sh config store, copied to the key of the provider in effect then.

@@ -35,8 +35,9 @@ _AGENT_POLL_MS = const(500)  # how long run() waits on the inbound queue between
 _AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note...
 _AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever comes first
 _AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
+_AGENT_GROUP_DENIED = const(("file", "gpio", "cron"))  # tool groups group chats do not get by default
 
-TAG = "agent"
+_TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
 _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try something shorter, or /new."
              "|bug Sorry, something went wrong (%s).|text I can only read text messages."
@@ -54,7 +55,7 @@ def denied_groups(msg):
     out = []
     if msg.get("is_group"):
         allowed = config.get("group_tools").replace(",", " ").split()
-        for g in config.AGENT_GROUP_DENIED:
+        for g in _AGENT_GROUP_DENIED:
             if g not in allowed and "all" not in allowed:
                 out.append(g)
     return out
@@ -91,7 +92,7 @@ class Agent:
 
     def run(self, stop):
         """Take messages from ``bus.inbound`` until ``stop()`` is true (the agent thread)."""
-        log.info(TAG, "started")
+        log.info(_TAG, "started")
         while not stop():
             msg = self.bus.inbound.get(_AGENT_POLL_MS)
             if msg is not None:
@@ -99,7 +100,7 @@ class Agent:
                 msg = None
                 seam.collect()  # between turns: the heap is whole again for the next one
         usage.save()
-        log.info(TAG, "stopped")
+        log.info(_TAG, "stopped")
 
     def handle(self, msg):
         """Run one inbound message to the end; never raises. Returns the reply text sent."""
@@ -111,14 +112,14 @@ class Agent:
         try:
             reply = self._turn(msg, channel, chat)
         except llm.LLMError as e:
-            log.warn(TAG, "%s: %s", chat, e.user_message)
+            log.warn(_TAG, "%s: %s", chat, e.user_message)
             reply = llm.pick(_MSG, "llm") % e.user_message
         except MemoryError:
             seam.collect()
-            log.error(TAG, "%s: no mem", chat)
+            log.error(_TAG, "%s: no mem", chat)
             reply = llm.pick(_MSG, "mem")
         except Exception as e:  # noqa: BLE001 - a turn must never kill the agent thread
-            log.exc(TAG, chat, e)
+            log.exc(_TAG, chat, e)
             reply = llm.pick(_MSG, "bug") % type(e).__name__
         if _unsaved[0] is not None:
             e = _unsaved[0]
@@ -162,7 +163,7 @@ class Agent:
         for rnd in range(config.AGENT_MAX_ROUNDS):
             messages, fixes = sessions.repair(messages)
             if fixes:
-                log.warn(TAG, "%s: fix %d", key, fixes)
+                log.warn(_TAG, "%s: fix %d", key, fixes)
             reply = provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
             usage.add(reply["usage"])
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
@@ -196,7 +197,7 @@ class Agent:
                     if err:
                         res = (llm.pick(_MSG, "retry") % err, True)
                     else:
-                        log.info(TAG, "tool %s", name)
+                        log.info(_TAG, "tool %s", name)
                         res = registry.execute(name, c.get("input") or {}, tctx)
                     _add(key, messages, {"role": "tool", "tool_call_id": c["id"], "name": name, "content": res[0],
                                          "is_error": res[1]})
@@ -230,7 +231,7 @@ def _save(key, m):
         sessions.append(key, m)
     except OSError as e:
         if _unsaved[0] is None:
-            log.warn(TAG, "%s: not saved: %s", key, e)
+            log.warn(_TAG, "%s: not saved: %s", key, e)
             _unsaved[0] = e
 
 

@@ -26,8 +26,9 @@ _LLM_MAX_ATTEMPTS = const(3)  # the SDKs' DEFAULT_MAX_RETRIES = 2, plus the firs
 _LLM_RETRY_BASE_MS = const(500)  # SDKs' INITIAL_RETRY_DELAY
 _LLM_RETRY_MAX_MS = const(8000)  # SDKs' MAX_RETRY_DELAY
 _LLM_RETRY_AFTER_MAX_S = const(60)  # a longer retry-after is not waited for
+_LLM_ANTHROPIC_VERSION = const("2023-06-01")
 
-TAG = "llm"
+_TAG = const("llm")
 _ERR_MSG_MAX = const(160)  # characters of the API's own error message shown to the user
 _COLLECT_OVER = const(8192)  # reply bytes above which the heap is collected before parsing
 _WAIT_MAX_MS = const(86400000)  # a server's retry-after beyond a day is taken as a day
@@ -56,7 +57,7 @@ class Provider:
             # the SDK's convention is the host without /v1; one given with it is meant the same
             self.url = (base_url[:-3] if base_url[-3:] == "/v1" else base_url) + "/v1/messages"
             h["x-api-key"] = api_key
-            h["anthropic-version"] = config.LLM_ANTHROPIC_VERSION
+            h["anthropic-version"] = _LLM_ANTHROPIC_VERSION
         else:
             self.url = base_url + "/chat/completions"
             if api_key:
@@ -108,7 +109,7 @@ class Provider:
             if wait > _LLM_RETRY_AFTER_MAX_S * 1000:
                 raise LLMError(pick(_MSG, "wait") % (err.user_message, wait // 1000),
                                err.status, True)
-            log.warn(TAG, "%s #%d: %s", name, attempt + 1, err.user_message)
+            log.warn(_TAG, "%s #%d: %s", name, attempt + 1, err.user_message)
             if attempt + 1 < _LLM_MAX_ATTEMPTS:
                 _sleep_ms(wait)
         raise err

@@ -16,7 +16,7 @@ from mimi.storage import fs
 _USAGE_SAVE_S = const(600)  # token counts are written at most this often (flash wear)
 _USAGE_DAYS = const(14)  # days of token counts kept
 
-TAG = "usage"
+_TAG = const("usage")
 _days = None  # loaded on first use
 _saved_ms = None
 _dirty = False
@@ -71,7 +71,7 @@ def save(force=True):
         _dirty = False
         _saved_ms = now
     except OSError as e:
-        log.exc(TAG, "save", e)
+        log.exc(_TAG, "save", e)
 
 
 def today():
