@@ -110,7 +110,6 @@ CONTEXT_SOUL_MAX_BYTES = const(1024)
 CONTEXT_MEMORY_MAX_BYTES = const(4096)
 CONTEXT_NOTES_MAX_BYTES = const(4096)
 CONTEXT_SKILLS_MAX_BYTES = const(2048)
-SOUL_VOICE_PATH = CONFIG_DIR + "/SOUL_voice.md"
 
 # -- tools (mimi/tools/; issue 3) ------------------------------------------------------
 TOOL_READ_MAX_BYTES = const(7680)  # one read_file call; under the 8 KB result cap

@@ -31,12 +31,12 @@ _HW_FASTPATH_MAX_CHARS = const(80)  # longer messages are never a plain command
 # plain command, found anywhere (questions, Chinese negations) or as words (English
 # negations); English words dropped anywhere; English verbs; Chinese polite openings;
 # Chinese closing particles; Chinese verbs, on then off, longest first.
-_WORDS = (" ? ？ 吗 不要 别 不用 没 | don't dont never not | please pls plz the my now thanks thx |"
-          " turn switch power shut | 请 帮我 麻烦 给我 把 | 一下 吧 了 啦 呀 哦 |"
-          " 打开 开启 开 关闭 关掉 关上 关 ")
+_WORDS = const(" ? ？ 吗 不要 别 不用 没 | don't dont never not | please pls plz the my now thanks thx |"
+               " turn switch power shut | 请 帮我 麻烦 给我 把 | 一下 吧 了 啦 呀 哦 |"
+               " 打开 开启 开 关闭 关掉 关上 关 ")
 # The replies, English and Chinese: done, not done (refused or failed), an input.
-_SAY = ("Turned %s %s.|I did not switch %s: %s|%s is an input; I can read it but not switch it. It reads %s now.",
-        "已%s %s。|没有操作 %s：%s|%s 是输入，只能读取，不能开关。现在读数：%s。")
+_SAY = const(("Turned %s %s.|I did not switch %s: %s|%s is an input; I can read it but not switch it. It reads %s now.",
+              "已%s %s。|没有操作 %s：%s|%s 是输入，只能读取，不能开关。现在读数：%s。"))
 
 
 def parse(text, known):

@@ -39,11 +39,11 @@ _HW_POLICY_MAX_BYTES = const(1024)
 # 1-3 are hard (the owner's file cannot lift them; 3 only while octal_psram is true),
 # 4 is refused unless the owner allows the pin, 5-6 are allowed with a warning; check()
 # gives 7-9 (the owner's file) and fills in the "*". Then summary()'s labels.
-_MAP = "5005000000000000000440111122222223333300000665500"
-_TEXT = ("no_such_pin:no such GPIO on the ESP32-S3|flash:the SPI flash/PSRAM bus|octal_psram:octal PSRAM lines|"
-         "usb:USB D-/D+, the console (the owner may allow it)|strapping:strapping pin, read at reset (boot mode)|"
-         "uart0:UART0, a console|policy_file:*|owner_deny:denied by the owner|owner_only:the owner allows only GPIO *|"
-         "allowed: GPIO|allowed with a warning:|refused (*):")
+_MAP = const("5005000000000000000440111122222223333300000665500")
+_TEXT = const("no_such_pin:no such GPIO on the ESP32-S3|flash:the SPI flash/PSRAM bus|octal_psram:octal PSRAM lines|"
+              "usb:USB D-/D+, the console (the owner may allow it)|strapping:strapping pin, read at reset (boot mode)|"
+              "uart0:UART0, a console|policy_file:*|owner_deny:denied by the owner|"
+              "owner_only:the owner allows only GPIO *|allowed: GPIO|allowed with a warning:|refused (*):")
 
 
 class PinRefused(ValueError):

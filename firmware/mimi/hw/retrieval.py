@@ -24,9 +24,9 @@ from mimi.hw import datasheets
 _HW_RAG_MAX_CHUNKS = const(3)  # datasheet chunks per message
 
 # Stop words, latin and CJK pairs, each between spaces.
-_STOP = (" the and for you your are was can what when where which who how why this that with from about"
-         " please have has not but all any there they them then just some get like want need tell know make now"
-         " today yes thanks hello hey 一下 什么 怎么 可以 这个 帮我 请问 现在 ")
+_STOP = const(" the and for you your are was can what when where which who how why this that with from about"
+              " please have has not but all any there they them then just some get like want need tell know make now"
+              " today yes thanks hello hey 一下 什么 怎么 可以 这个 帮我 请问 现在 ")
 
 _buf = []  # one chunk buffer, allocated on first use
 

@@ -29,7 +29,7 @@ _CRON_TEXT_MAX_BYTES = const(512)
 
 _TAG = const("cron")
 KINDS = ("every", "at", "daily")
-_FIELDS = ("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel", "is_group")
+_FIELDS = const(("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel", "is_group"))
 
 _lock = seam.allocate_lock()
 _TIME_MAX = 4294967296  # not const(): over 31 bits, a long int on the ESP32; unix seconds stay under 2**32 (the year 2106): gmtime of more can overflow

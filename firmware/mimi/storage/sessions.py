@@ -32,7 +32,6 @@ _SESSION_WINDOW_MAX_BYTES = const(24576)  # JSON bytes of history one load may h
 
 _TAG = const("session")
 _SUFFIX = const(".jsonl")
-_PREFIX = {"telegram": "tg", "heartbeat": "hb"}  # others (cli, cron) keep their name
 _KEY_MAX = const(40)
 
 _lock = seam.allocate_lock()
@@ -52,7 +51,8 @@ def key_for(channel, chat_id):
     Cron and heartbeat get ``cron_`` / ``hb_`` keys apart from people's chats. Characters
     outside ``[A-Za-z0-9_-]`` become ``_``.
     """
-    prefix = _PREFIX.get(channel) or _safe(str(channel))[:8]
+    # telegram and heartbeat are shortened; others (cli, cron) keep their name
+    prefix = "tg" if channel == "telegram" else "hb" if channel == "heartbeat" else _safe(str(channel))[:8]
     return (prefix + "_" + _safe(str(chat_id)))[:_KEY_MAX]
 
 
