@@ -92,7 +92,8 @@ mp() {  # mp ARGS...: mpremote on the chosen port; after the first call, without
 }
 
 # Run last by each command: flash.sh's own soft resets ran /boot.py without /main.py, and
-# the firmware counts such boots as crashes (safe mode after BOOT_CRASH_LIMIT); they are not.
+# the firmware counts such boots as crashes (safe mode after mimi/boot.py's
+# _BOOT_CRASH_LIMIT); they are not.
 PY_SETTLE='try:
     from mimi import boot as _boot
     _boot.clear_crashes()

@@ -3,18 +3,18 @@
 REPL on the serial console stays live.
 
 Threads (../shared/DESIGN.md, "Threads"; stack sizes in README "On the board"):
-- agent thread (``THREAD_AGENT_STACK_BYTES``): ``mimi.agent.loop.Agent(bus,
+- agent thread (``_THREAD_AGENT_STACK_BYTES``): ``mimi.agent.loop.Agent(bus,
   context).run(stop)``, one inbound message at a time.
-- I/O thread (``THREAD_IO_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
+- I/O thread (``_THREAD_IO_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
   (``boot.NetKeeper``), Telegram polling and sending, routing outbound messages
   (``route``), cron and heartbeat ticks, and the watchdog (``watch``). Nothing in it
   blocks long: the Telegram long poll is an ``http.Pending`` checked each pass, and the
-  loop waits ``APP_IO_WAIT_MS`` on the outbound queue when idle.
+  loop waits ``_APP_IO_WAIT_MS`` on the outbound queue when idle.
 MicroPython's threads share one interpreter lock (blocking socket calls release it), so
 this buys responsiveness, not parallel CPU.
 
 Supervision: a thread whose loop raises is logged and its loop restarted; more than
-``APP_RESTARTS_MAX`` restarts within ``APP_RESTART_WINDOW_MS`` resets the board. The
+``APP_RESTARTS_MAX`` restarts within ``_APP_RESTART_WINDOW_MS`` resets the board. The
 I/O thread feeds the hardware watchdog only while the agent thread is alive and shows
 progress (each pass of its loop asks ``stop()``) at least every ``APP_AGENT_STALL_MS``;
 if the I/O thread itself hangs or dies, nobody feeds it and the board resets. Ctrl-C
@@ -28,7 +28,18 @@ dropped. The console (the ``cli`` channel's outbound side) is a few lines of ``r
 while ``mimi.cli.ask`` waits (``asking``) its messages are kept in ``inbox`` for it,
 otherwise a text is printed at once (a cron job reporting to the console).
 """
+from micropython import const
+
 from mimi import bus, config, log, seam
+
+# Tunables (config.py holds those shared by several modules and the settings).
+# Stack sizes: JSON nesting plus an mbedTLS handshake needs well over the ESP32 port's
+# 5 KB default (README "Threads").
+_THREAD_AGENT_STACK_BYTES = const(16384)
+_THREAD_IO_STACK_BYTES = const(16384)
+_APP_STOP_WAIT_MS = const(8000)
+_APP_RESTART_WINDOW_MS = const(600000)
+_APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound messages (= latency)
 
 
 state = {
@@ -143,7 +154,7 @@ def _stopping():
 def _may_restart(t, now):
     """Count a restart of thread record ``t``; False when there were too many in the window."""
     lst = t.setdefault("times", [])  # ticks of its restarts, oldest first
-    while lst and seam.ticks_diff(now, lst[0]) >= config.APP_RESTART_WINDOW_MS:
+    while lst and seam.ticks_diff(now, lst[0]) >= _APP_RESTART_WINDOW_MS:
         lst.pop(0)
     lst.append(now)
     return len(lst) <= config.APP_RESTARTS_MAX
@@ -234,7 +245,7 @@ def _spawn(name):
     t["alive"] = True
     state["threads"][name] = t
     seam.start_thread(_thread, (name,), seam.thread_stack_bytes(
-        config.THREAD_AGENT_STACK_BYTES if name == "agent" else config.THREAD_IO_STACK_BYTES))
+        _THREAD_AGENT_STACK_BYTES if name == "agent" else _THREAD_IO_STACK_BYTES))
 
 
 def start():
@@ -265,7 +276,7 @@ def start():
 
 
 def stop(timeout_ms=None):
-    """Stop both threads; wait up to ``timeout_ms`` (default ``APP_STOP_WAIT_MS``).
+    """Stop both threads; wait up to ``timeout_ms`` (default ``_APP_STOP_WAIT_MS``).
 
     Returns True when both ended. The hardware watchdog cannot be stopped once started,
     so while the app is stopped a small thread keeps feeding it.
@@ -277,7 +288,7 @@ def stop(timeout_ms=None):
         return True
     state["stop"] = True
     t0 = seam.ticks_ms()
-    while _alive() and seam.ticks_diff(seam.ticks_ms(), t0) < (timeout_ms or config.APP_STOP_WAIT_MS):
+    while _alive() and seam.ticks_diff(seam.ticks_ms(), t0) < (timeout_ms or _APP_STOP_WAIT_MS):
         seam.sleep_ms(20)
     _stopped()
     done = not _alive()
@@ -310,9 +321,9 @@ def _io_loop():
             hb.tick(now)
             watch(now)
             if held is not None:
-                seam.sleep_ms(config.APP_IO_WAIT_MS)
+                seam.sleep_ms(_APP_IO_WAIT_MS)
             elif not busy:
-                held = q.get(config.APP_IO_WAIT_MS)
+                held = q.get(_APP_IO_WAIT_MS)
                 if held is not None and route(held):
                     held = None
     finally:

@@ -1,7 +1,7 @@
 """Board bring-up, called by ``/boot.py``: safe mode, WiFi, clock. Never raises.
 
 - Safe mode: when the flag file ``BOOT_SAFE_FLAG`` exists, or the app crashed
-  ``BOOT_CRASH_LIMIT`` times in a row before it ran ``BOOT_HEALTHY_MS`` (a reset loop),
+  ``_BOOT_CRASH_LIMIT`` times in a row before it ran ``BOOT_HEALTHY_MS`` (a reset loop),
   boot stops here: no WiFi, no app, just the REPL to repair things
   (``cli.safe_mode('off')``, then ``cli.restart()``). A crash is a boot from an unasked-for
   reset (panic, watchdog, the app's own reset) while the app was running or WiFi and the
@@ -11,7 +11,7 @@
   the assistant was stopped is not a crash.
   Count and mark live in RTC memory, which survives a reset but not a power cut; the app
   clears the count once it has run healthy. Soft resets and power-ons never count.
-- WiFi: ``NetKeeper`` connects, for ``BOOT_WIFI_TRIES`` attempts' time at boot, then in
+- WiFi: ``NetKeeper`` connects, for ``_BOOT_WIFI_TRIES`` attempts' time at boot, then in
   the I/O thread it keeps trying with backoff (2 s doubling to 5 min) and never gives up
   (MimiClaw stops after 10 tries), and reconnects when the link drops.
 - Clock: NTP once WiFi is up, retried with backoff while it fails, and again every day
@@ -19,7 +19,18 @@
 """
 import os
 
+from micropython import const
+
 from mimi import commands, config, log, seam
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_BOOT_WIFI_TRIES = const(2)  # attempts' time at boot; then the I/O thread keeps trying, never giving up
+_BOOT_WIFI_BACKOFF_MAX_MS = const(300000)
+_BOOT_WIFI_CHECK_MS = const(5000)  # how often the I/O thread looks at the link
+_BOOT_NTP_RETRY_MIN_MS = const(30000)
+_BOOT_NTP_RETRY_MAX_MS = const(900000)
+_BOOT_NTP_RESYNC_MS = const(86400000)  # daily: the RTC drifts seconds per day
+_BOOT_CRASH_LIMIT = const(3)  # boots in a row that never got healthy -> safe mode
 
 
 state = {"safe": False, "reason": "", "crashes": 0, "net": None}  # net: boot's NetKeeper, kept by the app
@@ -112,7 +123,7 @@ def check_safe_mode(cause=None):
     state["safe"] = True
     if safe_flag():
         state["reason"] = commands.text("safe_flag", config.BOOT_SAFE_FLAG)
-    elif n >= config.BOOT_CRASH_LIMIT:
+    elif n >= _BOOT_CRASH_LIMIT:
         state["reason"] = commands.text("safe_loop", n)
     else:
         state["safe"] = False
@@ -127,7 +138,7 @@ def run():
     """Bring the board up. Returns True when WiFi and the clock are ready; never raises.
 
     WiFi and NTP go through ``NetKeeper`` (the same upkeep as the I/O thread's), for at
-    most ``BOOT_WIFI_TRIES`` connection attempts' time; then the app starts either way.
+    most ``_BOOT_WIFI_TRIES`` connection attempts' time; then the app starts either way.
     """
     try:
         if check_safe_mode():
@@ -144,7 +155,7 @@ def run():
             k = state["net"] = NetKeeper()  # the I/O thread goes on with it (one "connected" line)
             t0 = seam.ticks_ms()
             while not (k.tick(seam.ticks_ms()) and seam.clock_synced()):
-                if seam.ticks_diff(seam.ticks_ms(), t0) > config.BOOT_WIFI_TRIES * config.BOOT_WIFI_WAIT_MS:
+                if seam.ticks_diff(seam.ticks_ms(), t0) > _BOOT_WIFI_TRIES * config.BOOT_WIFI_WAIT_MS:
                     return False
                 seam.sleep_ms(100)
             return True
@@ -165,7 +176,7 @@ class NetKeeper:
     """Keeps WiFi up and the clock set; the I/O thread calls ``tick(now_ms)`` each loop.
 
     Never blocks long: a connection attempt is started and checked on later ticks (given
-    ``BOOT_WIFI_WAIT_MS``, then a back-off of 2 s doubling to ``BOOT_WIFI_BACKOFF_MAX_MS``
+    ``BOOT_WIFI_WAIT_MS``, then a back-off of 2 s doubling to ``_BOOT_WIFI_BACKOFF_MAX_MS``
     before the next). NTP (a UDP exchange of at most ~1 s) runs when due: retried with
     back-off while it fails, then daily.
     """
@@ -176,8 +187,8 @@ class NetKeeper:
         self.wifi_next_ms = now
         self.connecting = None  # ticks_ms when the attempt under way started
         self.up = None
-        self.ntp_backoff_ms = config.BOOT_NTP_RETRY_MIN_MS
-        self.ntp_next_ms = seam.ticks_add(now, config.BOOT_NTP_RESYNC_MS if seam.clock_synced() else 0)
+        self.ntp_backoff_ms = _BOOT_NTP_RETRY_MIN_MS
+        self.ntp_next_ms = seam.ticks_add(now, _BOOT_NTP_RESYNC_MS if seam.clock_synced() else 0)
         self.wifi_attempts = self.ntp_syncs = 0
 
     def tick(self, now):
@@ -199,11 +210,11 @@ class NetKeeper:
             if up:
                 self.connecting = None
                 self.wifi_backoff_ms = config.BOOT_WIFI_BACKOFF_MIN_MS
-                wait = config.BOOT_WIFI_CHECK_MS
+                wait = _BOOT_WIFI_CHECK_MS
             elif seam.ticks_diff(now, self.connecting) >= config.BOOT_WIFI_WAIT_MS:  # that attempt failed
                 self.connecting = None
                 wait = self.wifi_backoff_ms
-                self.wifi_backoff_ms = min(wait * 2, config.BOOT_WIFI_BACKOFF_MAX_MS)
+                self.wifi_backoff_ms = min(wait * 2, _BOOT_WIFI_BACKOFF_MAX_MS)
             if up != self.up:
                 log.info("boot", "wifi %s: %s", ssid, "connected" if up else "down")
             self.up = up
@@ -212,11 +223,11 @@ class NetKeeper:
             try:
                 seam.ntp_sync()
                 self.ntp_syncs += 1
-                self.ntp_backoff_ms = config.BOOT_NTP_RETRY_MIN_MS
-                wait = config.BOOT_NTP_RESYNC_MS
+                self.ntp_backoff_ms = _BOOT_NTP_RETRY_MIN_MS
+                wait = _BOOT_NTP_RESYNC_MS
             except (OSError, OverflowError, IndexError) as e:
                 log.warn("boot", "NTP: %s", e)
                 wait = self.ntp_backoff_ms
-                self.ntp_backoff_ms = min(wait * 2, config.BOOT_NTP_RETRY_MAX_MS)
+                self.ntp_backoff_ms = min(wait * 2, _BOOT_NTP_RETRY_MAX_MS)
             self.ntp_next_ms = seam.ticks_add(now, wait)
         return up

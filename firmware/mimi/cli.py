@@ -16,7 +16,13 @@ The commands are one table: their usage lines are the ``## cli`` section of text
 (``name <needed> [optional]``; ``...`` takes the rest of the line), ``_do`` holds what
 each one does, and the module's ``__getattr__`` gives each as a function.
 """
+from micropython import const
+
 from mimi import commands, config, seam
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_CLI_ASK_TIMEOUT_MS = const(300000)
+_CLI_LINE_MAX = const(512)
 
 out = print  # where the console writes (tests collect it)
 
@@ -197,7 +203,7 @@ def _do(name, x, a):
                 return commands.text("busy")
             t0 = seam.ticks_ms()
             got = None  # when the last reply came (an agent without "idle" is done 1.5 s later)
-            while seam.ticks_diff(seam.ticks_ms(), t0) < config.CLI_ASK_TIMEOUT_MS:
+            while seam.ticks_diff(seam.ticks_ms(), t0) < _CLI_ASK_TIMEOUT_MS:
                 m = box.pop(0) if box else None
                 if m is None:
                     if got is not None and seam.ticks_diff(seam.ticks_ms(), got) > 1500:
@@ -274,7 +280,7 @@ def execute(line):
     line = line.strip()
     if not line or line[0] == "#":
         return True
-    if len(line) > config.CLI_LINE_MAX:
+    if len(line) > _CLI_LINE_MAX:
         out("too long")
         return True
     name, _, rest = line.partition(" ")

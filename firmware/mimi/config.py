@@ -1,8 +1,13 @@
-"""Every tunable and flash path in one place, and the persistent settings.
+"""The shared tunables and flash paths, and the persistent settings.
 
 Tunables are grouped by subsystem, each with a prefix and its unit in the name (as
-MimiClaw's ``mimi_config.h``). Flash paths are device paths built from ``DATA``; map them
-with ``seam.real_path`` only inside ``mimi.storage``.
+MimiClaw's ``mimi_config.h``). Here are those used by several modules, or by the tests
+and tools; a tunable only one module uses sits at the top of that module as
+``_NAME = const(N)`` (same name, a leading underscore): the compiler inlines it, so it
+costs no RAM, where a name here costs a dict entry and an interned string.
+
+Flash paths are device paths built from ``DATA``; map them with ``seam.real_path`` only
+inside ``mimi.storage``.
 
 Settings are what the owner changes at run time (WiFi, tokens, provider, model, time
 zone, allowed chats). They live in the settings store (NVS namespace ``mimi``, see
@@ -30,13 +35,7 @@ STATE_DIR = DATA + "/state"  # small runtime state: Telegram offset, token count
 
 # -- agent -----------------------------------------------------------------------------
 AGENT_MAX_ROUNDS = const(10)  # LLM calls per inbound message
-AGENT_HISTORY_MSGS = const(20)  # messages of history sent with each request
 AGENT_CONTEXT_BYTES = const(16384)  # the system prompt buffer
-AGENT_POLL_MS = const(500)  # how long run() waits on the inbound queue between stop checks
-AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note...
-AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever comes first
-AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
-AGENT_GROUP_DENIED = ("file", "gpio", "cron")  # tool groups group chats do not get by default
 
 # Modules a turn would otherwise load on first use: app.init loads them in this order, one
 # by one with a collection after each, while the heap is still whole (docs/heap.md).
@@ -47,32 +46,17 @@ APP_PRELOAD = ("mimi.net.certs", "mimi.net.http", "mimi.llm.wire", "mimi.llm.com
 BUS_INBOUND_MAX = const(8)
 BUS_OUTBOUND_MAX = const(16)
 
-# -- threads (stack sizes: JSON nesting plus an mbedTLS handshake needs well over the
-# ESP32 port's 5 KB default; see README "Threads") --------------------------------------
-THREAD_AGENT_STACK_BYTES = const(16384)
-THREAD_IO_STACK_BYTES = const(16384)
-
 # -- boot (mimi/boot.py; issue 5) -------------------------------------------------------
 BOOT_WIFI_WAIT_MS = const(15000)  # one connection attempt
-BOOT_WIFI_TRIES = const(2)  # attempts' time at boot; then the I/O thread keeps trying, never giving up
 BOOT_WIFI_BACKOFF_MIN_MS = const(2000)
-BOOT_WIFI_BACKOFF_MAX_MS = const(300000)
-BOOT_WIFI_CHECK_MS = const(5000)  # how often the I/O thread looks at the link
-BOOT_NTP_RETRY_MIN_MS = const(30000)
-BOOT_NTP_RETRY_MAX_MS = const(900000)
-BOOT_NTP_RESYNC_MS = const(86400000)  # daily: the RTC drifts seconds per day
-BOOT_CRASH_LIMIT = const(3)  # boots in a row that never got healthy -> safe mode
 BOOT_HEALTHY_MS = const(60000)  # running this long clears the crash count
 BOOT_SAFE_FLAG = "/safemode"  # at the flash root, outside /data: no tool can create it
 
 # -- app: threads, watchdog (mimi/app.py; issue 5) ---------------------------------------
 APP_WDT_TIMEOUT_MS = const(90000)  # above any single blocking call of the I/O thread
 APP_AGENT_STALL_MS = const(900000)  # a turn with no bus activity this long is a hang
-APP_STOP_WAIT_MS = const(8000)
 APP_RESTARTS_MAX = const(5)  # thread restarts within the window, then a board reset
-APP_RESTART_WINDOW_MS = const(600000)
 APP_RESTART_PAUSE_MS = const(2000)
-APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound messages (= latency)
 APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools", "web", "gpio")  # mimi.tools.*
 
 # -- telegram (mimi/channels/telegram.py; issue 5) -------------------------------------
@@ -84,12 +68,9 @@ TG_SEND_TIMEOUT_MS = const(15000)  # each read of an answer
 TG_CALL_DEADLINE_MS = const(20000)  # any other call, whole; and a tick's time before it leaves the rest
 TG_SEND_BUF_BYTES = const(1024)  # other responses: only ok/error matter
 TG_SEND_TRIES = const(5)  # a chunk that fails this often (any failure, 429 too) is dropped, logged
-TG_OUTQ_MAX = const(24)  # message chunks waiting to be sent
 TG_OFFSET_KEY = "tg_offset"  # settings-store key (NVS wear-levels it)
 TG_OFFSET_SAVE_EVERY = const(20)  # updates
-TG_OFFSET_SAVE_MS = const(300000)
 TG_TYPING_EVERY_MS = const(4000)  # Telegram shows "typing" for 5 s
-TG_TYPING_MAX_MS = const(600000)  # a typing indicator nobody ends stops after this
 TG_BACKOFF_MIN_MS = const(1000)
 TG_BACKOFF_MAX_MS = const(60000)
 TG_CONFLICT_BACKOFF_MS = const(30000)  # 409: another poller or a webhook
@@ -101,69 +82,44 @@ TG_PAIR_TRIES = const(10)  # wrong pairing codes before the code is void
 TG_MEDIA_REPLY = "I can read text only: please send your message as text."
 
 # -- cron and heartbeat (mimi/services/; issue 5) ---------------------------------------
-CRON_TICK_MS = const(5000)  # how often the job store is asked for due jobs
 HEARTBEAT_EVERY_MS = const(1800000)  # 30 minutes
-HEARTBEAT_READ_BYTES = const(4096)
 HEARTBEAT_TASKS_MAX = const(20)
 HEARTBEAT_OK = "HEARTBEAT_OK"
 
 # -- serial console (mimi/cli.py; issue 5) ----------------------------------------------
 CLI_CHAT_ID = "console"  # the cli channel's one chat
-CLI_ASK_TIMEOUT_MS = const(300000)
-CLI_LINE_MAX = const(512)
 
 # -- storage (mimi/storage/; issue 3) --------------------------------------------------
-FS_NAME_MAX_BYTES = const(64)  # one name in a path; LittleFS allows 255, this leaves room
-FS_PATH_MAX_BYTES = const(200)  # a whole device path, as UTF-8
 FS_CHUNK_BYTES = const(512)  # copy and scan block: every streamed file op uses this
 SESSION_ARCHIVE_DIR = SESSIONS_DIR + "/archive"
 SESSION_ROTATE_BYTES = const(65536)  # a session file past this moves to the archive
 SESSION_ARCHIVES_MAX = const(8)  # archives kept per chat session (a cron or heartbeat one keeps 1); the oldest goes first
-SESSION_CARRY_MSGS = const(20)  # messages copied into the fresh file at a rotation
 SESSION_TOOL_RESULT_MAX_BYTES = const(1024)  # tool results are stored cut to this
 SESSION_LINE_MAX_BYTES = const(16384)  # longer lines stay on flash; the window gets a pointer
-SESSION_WINDOW_MAX_BYTES = const(24576)  # JSON bytes of history one load may hold
 MEMORY_MAX_BYTES = const(16384)  # MEMORY.md as written by write_memory
 MEMORY_DAILY_MAX_BYTES = const(16384)  # one day's note, as appended by append_daily
-MEMORY_RECENT_DAYS = const(3)
 MEMORY_RECENT_MAX_BYTES = const(4096)
 SKILLS_INDEX_MAX_BYTES = const(2048)
-SKILLS_HEAD_BYTES = const(1024)  # bytes of a skill read to find its title and summary
 SKILLS_SUMMARY_MAX_BYTES = const(200)  # one skill's line in the index
 SKILLS_INDEX_TTL_S = const(600)  # the index is rebuilt at most this often (or on a write)
 CRON_JOBS_MAX = const(16)
-CRON_FILE_MAX_BYTES = const(8192)
-CRON_EVERY_MIN_S = const(60)
-CRON_EVERY_MAX_S = const(31622400)  # 366 days
-CRON_TEXT_MAX_BYTES = const(512)
 
 # -- context (mimi/agent/context.py; ../shared/DESIGN.md "Context") -------------------
 CONTEXT_RULES_MAX_BYTES = const(3072)
 CONTEXT_SOUL_MAX_BYTES = const(1024)
-CONTEXT_USER_MAX_BYTES = const(1024)
 CONTEXT_MEMORY_MAX_BYTES = const(4096)
 CONTEXT_NOTES_MAX_BYTES = const(4096)
 CONTEXT_SKILLS_MAX_BYTES = const(2048)
-CONTEXT_MIN_SECTION_BYTES = const(160)  # a section given less room than this is left out
-CONTEXT_CONTINUE_WINDOW_S = const(1800)  # today's note written this recently: continued
-CONTEXT_CONTINUE_MIN_BYTES = const(100)
-SOUL_VOICE_PATH = CONFIG_DIR + "/SOUL_voice.md"
 
 # -- tools (mimi/tools/; issue 3) ------------------------------------------------------
 TOOL_READ_MAX_BYTES = const(7680)  # one read_file call; under the 8 KB result cap
 TOOL_WRITE_MAX_BYTES = const(32768)  # content of one write_file / edit_file
-TOOL_LIST_MAX_ENTRIES = const(100)
 TOOL_SECTION_MAX_BYTES = const(7680)
-TOOL_SEARCH_MAX_HITS = const(30)  # search_files
 MEMORY_SEARCH_MAX_MATCHES = const(50)  # seed 003
 MEMORY_SEARCH_MAX_BYTES = const(10000)  # seed 003's 10,000 characters, counted in bytes
-MEMORY_SEARCH_CONTEXT_LINES = const(2)
-TOOL_MESSAGE_MAX_BYTES = const(4096)  # one send_message text
 
 # -- http (issue 4; mimi/net/http.py) ---------------------------------------------------
 HTTP_CONNECT_TIMEOUT_MS = const(10000)  # TCP connect and TLS handshake
-HTTP_TIMEOUT_MS = const(30000)  # each read or write; callers raise it for slow replies
-HTTP_DEADLINE_MS = const(300000)  # a whole exchange, so a dripping server cannot hold a thread
 HTTP_BODY_MAX_BYTES = const(4096)  # body cap when the caller passes no buffer
 HTTP_LINE_BYTES = const(1024)  # request bytes gathered per socket write; then the status line, a header line...
 
@@ -171,18 +127,13 @@ HTTP_LINE_BYTES = const(1024)  # request bytes gathered per socket write; then t
 # The owner's pin policy sits at the flash root, outside /data, so no tool can widen it
 # (see mimi/hw/pins.py for its format).
 HW_POLICY_PATH = "/gpio.json"
-HW_POLICY_MAX_BYTES = const(1024)
 HW_CHUNK_MAX_BYTES = const(2048)  # one datasheet chunk (a markdown section or a piece of one)
 HW_MAX_FILES = const(16)  # datasheet files indexed
 HW_MAX_CHUNKS = const(256)  # chunks indexed over all files (12 bytes of RAM each)
-HW_RAG_MAX_CHUNKS = const(3)  # datasheet chunks per message
 HW_RAG_MAX_KEYWORDS = const(24)  # keywords taken from one message
-HW_DOCS_TOOL_BYTES = const(4096)  # a hardware_docs result
-HW_DOCS_TOOL_CHUNKS = const(4)
 HW_PWM_FREQ_DEFAULT_HZ = const(1000)
 HW_PWM_FREQ_MAX_HZ = const(40000)
 HW_RGB_ON = (24, 24, 24)  # "on" for an addressable RGB LED: dim white (0-255 each)
-HW_FASTPATH_MAX_CHARS = const(80)  # longer messages are never a plain command
 
 # -- settings ---------------------------------------------------------------------------
 # name -> (store key, default, secret). Store keys are at most 15 characters (NVS).
@@ -207,15 +158,7 @@ SETTINGS = {
 LLM_RESPONSE_MAX_BYTES = const(36864)  # the one reply buffer: a 32 KB answer plus its JSON
 LLM_MAX_TOKENS = const(4096)  # per reply; about 16 KB of English, fits the buffer
 LLM_TIMEOUT_MS = const(120000)  # each read: a non-streamed reply arrives all at once
-LLM_DEADLINE_MS = const(300000)  # one attempt, whole
-LLM_MAX_ATTEMPTS = const(3)  # the SDKs' DEFAULT_MAX_RETRIES = 2, plus the first try
-LLM_RETRY_BASE_MS = const(500)  # SDKs' INITIAL_RETRY_DELAY
-LLM_RETRY_MAX_MS = const(8000)  # SDKs' MAX_RETRY_DELAY
-LLM_RETRY_AFTER_MAX_S = const(60)  # a longer retry-after is not waited for
-LLM_ANTHROPIC_VERSION = "2023-06-01"
 USAGE_PATH = STATE_DIR + "/usage.json"  # tokens per day
-USAGE_SAVE_S = const(600)  # token counts are written at most this often (flash wear)
-USAGE_DAYS = const(14)  # days of token counts kept
 # One API key per preset, never sent to another; api_key is what MIMI_API_KEY and
 # flash.sh config store, copied to the key of the provider in effect then.
 SETTINGS["key_anthropic"] = ("k_anthropic", "", True)
@@ -228,9 +171,6 @@ SETTINGS["key_custom"] = ("k_custom", "", True)
 # web_search (mimi/tools/web.py): offered only when search_key is set.
 WEB_BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 WEB_TAVILY_URL = "https://api.tavily.com/search"
-WEB_RESULTS_MAX = const(10)
-WEB_SNIPPET_MAX_CHARS = const(300)
-WEB_TIMEOUT_MS = const(20000)
 # Tool groups a group chat may use besides the safe ones ("file,cron", "all"; issue 4).
 SETTINGS["group_tools"] = ("group_tools", "", False)
 

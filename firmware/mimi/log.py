@@ -11,7 +11,6 @@ WARN = 30
 ERROR = 40
 
 level = INFO
-_NAMES = {DEBUG: "D", INFO: "I", WARN: "W", ERROR: "E"}
 
 
 def _emit(lvl, tag, msg, args):
@@ -24,7 +23,8 @@ def _emit(lvl, tag, msg, args):
             msg = "%s %r" % (msg, args)
     t = seam.ticks_ms() // 1000
     # One write per line: print's separate write of "\n" lets another thread's line in between.
-    print("%s %6d [%s] %s\n" % (_NAMES[lvl], t, tag, msg), end="")
+    # The level's letter: D, I, W or E (for 10, 20, 30, 40).
+    print("%s %6d [%s] %s\n" % ("DIWE"[lvl // 10 - 1], t, tag, msg), end="")
 
 
 def debug(tag, msg, *args):

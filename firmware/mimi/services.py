@@ -31,7 +31,13 @@ Open tasks are list items that are not ticked: ``- [ ] water the plants`` or ``-
 the greenhouse sensor``. Headings, prose, ticked items (``- [x]``), empty boxes and HTML
 comments are not tasks, so the file can explain itself.
 """
+from micropython import const
+
 from mimi import commands, config, log, seam
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_CRON_TICK_MS = const(5000)  # how often the job store is asked for due jobs
+_HEARTBEAT_READ_BYTES = const(4096)
 
 
 class Cron:
@@ -47,10 +53,10 @@ class Cron:
         self.next_ms = seam.ticks_ms()
 
     def tick(self, now_ms):
-        """Look for due jobs every ``CRON_TICK_MS``; cheap otherwise."""
+        """Look for due jobs every ``_CRON_TICK_MS``; cheap otherwise."""
         if seam.ticks_diff(now_ms, self.next_ms) < 0:
             return 0
-        self.next_ms = seam.ticks_add(now_ms, config.CRON_TICK_MS)
+        self.next_ms = seam.ticks_add(now_ms, _CRON_TICK_MS)
         return self.run_due(seam.time_s())
 
     def run_due(self, now_s):
@@ -121,7 +127,7 @@ def is_ok(text):
 class Heartbeat:
     """``Heartbeat(bus, read=None)``; the I/O thread calls ``tick(now_ms)`` every loop
     (it runs every ``HEARTBEAT_EVERY_MS``). ``read``: a function returning HEARTBEAT.md's
-    text (default: the file, capped at ``HEARTBEAT_READ_BYTES``); ``runs``: messages
+    text (default: the file, capped at ``_HEARTBEAT_READ_BYTES``); ``runs``: messages
     queued so far.
     """
 
@@ -145,7 +151,7 @@ class Heartbeat:
         from mimi.storage import fs, sessions
 
         try:
-            text = self.read() if self.read else fs.read_text(config.HEARTBEAT_PATH, config.HEARTBEAT_READ_BYTES)[0]
+            text = self.read() if self.read else fs.read_text(config.HEARTBEAT_PATH, _HEARTBEAT_READ_BYTES)[0]
         except fs.NotFound:
             text = ""
         except Exception as e:  # noqa: BLE001

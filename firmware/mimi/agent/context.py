@@ -4,7 +4,7 @@ Sections in a fixed order (../shared/DESIGN.md, "Context"), each with a byte cap
 
     1 rules   static, our own words                    CONTEXT_RULES_MAX_BYTES (3 KB)
     2 soul    /data/config/SOUL.md                     CONTEXT_SOUL_MAX_BYTES
-    3 user    /data/config/USER.md                     CONTEXT_USER_MAX_BYTES
+    3 user    /data/config/USER.md                     _CONTEXT_USER_MAX_BYTES
     4 memory  /data/memory/MEMORY.md                   CONTEXT_MEMORY_MAX_BYTES (4 KB)
     5 notes   daily notes, last 3 days, newest first   CONTEXT_NOTES_MAX_BYTES (4 KB)
     6 skills  title + first paragraph of each skill    CONTEXT_SKILLS_MAX_BYTES (2 KB)
@@ -13,10 +13,10 @@ Sections in a fixed order (../shared/DESIGN.md, "Context"), each with a byte cap
 
 From MiniClaw's ACE engine (seed 001), fitted to bytes: the time-of-day mode adds a
 one-line hint and shifts section priorities; when the buffer is short the lowest
-priority section is cut first, and one given less than ``CONTEXT_MIN_SECTION_BYTES`` is
+priority section is cut first, and one given less than ``_CONTEXT_MIN_SECTION_BYTES`` is
 left out with a pointer to its file; a conversation counts as continued when today's
-note is over ``CONTEXT_CONTINUE_MIN_BYTES`` and was written within
-``CONTEXT_CONTINUE_WINDOW_S``; a line says when SOUL.md, USER.md or MEMORY.md changed
+note is over ``_CONTEXT_CONTINUE_MIN_BYTES`` and was written within
+``_CONTEXT_CONTINUE_WINDOW_S``; a line says when SOUL.md, USER.md or MEMORY.md changed
 since the last turn (content hash of what the prompt holds).
 
 Files are read straight into the buffer (no copy); a cut falls on a UTF-8 character
@@ -35,6 +35,12 @@ from micropython import const
 
 from mimi import clock, config, log, seam
 from mimi.storage import fs, memory, skills
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_CONTEXT_USER_MAX_BYTES = const(1024)
+_CONTEXT_MIN_SECTION_BYTES = const(160)  # a section given less room than this is left out
+_CONTEXT_CONTINUE_WINDOW_S = const(1800)  # today's note written this recently: continued
+_CONTEXT_CONTINUE_MIN_BYTES = const(100)
 
 # The static rules (section 1) ship next to this module and are read straight into the
 # buffer each turn: no heap at import, and no tool can reach them (they are not in /data).
@@ -150,7 +156,7 @@ class Context:
         secs = []
         for key, head, body, cap in (
                 ("soul", b"\n# Personality (/data/config/SOUL.md)\n", config.SOUL_PATH, config.CONTEXT_SOUL_MAX_BYTES),
-                ("user", b"\n# About the owner (/data/config/USER.md)\n", config.USER_PATH, config.CONTEXT_USER_MAX_BYTES),
+                ("user", b"\n# About the owner (/data/config/USER.md)\n", config.USER_PATH, _CONTEXT_USER_MAX_BYTES),
                 ("memory", b"\n# Long-term memory (/data/memory/MEMORY.md)\n", config.MEMORY_PATH,
                  config.CONTEXT_MEMORY_MAX_BYTES),
                 ("notes", b"\n# Recent daily notes\n",
@@ -183,7 +189,7 @@ class Context:
         for i in (0, 1, 2, 3, 4) if mode in ("morning", "break", "night") else (0, 1, 2, 4, 3):
             w = secs[i][4]
             g = w if w <= left else max(0, left)
-            if g < w and g < config.CONTEXT_MIN_SECTION_BYTES:
+            if g < w and g < _CONTEXT_MIN_SECTION_BYTES:
                 g = 0
                 dropped.append(secs[i][2] if i < 3 else "list_dir /data/skills" if i == 4 else
                                "memory_search / " + (today or config.MEMORY_DIR))
@@ -247,8 +253,8 @@ def _turn(msg, now, mode, today):
         return (out + _say(lines, "unsynced") + "\n").encode()
     size = fs.size(today) or 0
     t = fs.mtime(today) if size else None
-    win = config.CONTEXT_CONTINUE_WINDOW_S
-    if size > config.CONTEXT_CONTINUE_MIN_BYTES and t is not None and 0 <= now - t <= win:
+    win = _CONTEXT_CONTINUE_WINDOW_S
+    if size > _CONTEXT_CONTINUE_MIN_BYTES and t is not None and 0 <= now - t <= win:
         cont = _say(lines, "continues", (now - t) // 60)
     else:
         cont = _say(lines, "fresh", win // 60)

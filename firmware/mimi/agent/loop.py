@@ -30,7 +30,14 @@ from mimi.tools import registry
 import mimi.llm as llm
 from mimi.llm import usage
 
-TAG = "agent"
+# Tunables (config.py holds those shared by several modules and the settings).
+_AGENT_POLL_MS = const(500)  # how long run() waits on the inbound queue between stop checks
+_AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note...
+_AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever comes first
+_AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
+_AGENT_GROUP_DENIED = const(("file", "gpio", "cron"))  # tool groups group chats do not get by default
+
+_TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
 _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try something shorter, or /new."
              "|bug Sorry, something went wrong (%s).|text I can only read text messages."
@@ -48,7 +55,7 @@ def denied_groups(msg):
     out = []
     if msg.get("is_group"):
         allowed = config.get("group_tools").replace(",", " ").split()
-        for g in config.AGENT_GROUP_DENIED:
+        for g in _AGENT_GROUP_DENIED:
             if g not in allowed and "all" not in allowed:
                 out.append(g)
     return out
@@ -66,7 +73,7 @@ def warm(context):
     except ImportError:
         retrieval = None
     context.build({"channel": "cli", "chat_id": "0", "session": "warm"}, retrieval and (
-        lambda room: retrieval.for_message("led pin", min(room, config.AGENT_HW_NOTES_BYTES))))
+        lambda room: retrieval.for_message("led pin", min(room, _AGENT_HW_NOTES_BYTES))))
 
 
 class Agent:
@@ -85,15 +92,15 @@ class Agent:
 
     def run(self, stop):
         """Take messages from ``bus.inbound`` until ``stop()`` is true (the agent thread)."""
-        log.info(TAG, "started")
+        log.info(_TAG, "started")
         while not stop():
-            msg = self.bus.inbound.get(config.AGENT_POLL_MS)
+            msg = self.bus.inbound.get(_AGENT_POLL_MS)
             if msg is not None:
                 self.handle(msg)
                 msg = None
                 seam.collect()  # between turns: the heap is whole again for the next one
         usage.save()
-        log.info(TAG, "stopped")
+        log.info(_TAG, "stopped")
 
     def handle(self, msg):
         """Run one inbound message to the end; never raises. Returns the reply text sent."""
@@ -105,14 +112,14 @@ class Agent:
         try:
             reply = self._turn(msg, channel, chat)
         except llm.LLMError as e:
-            log.warn(TAG, "%s: %s", chat, e.user_message)
+            log.warn(_TAG, "%s: %s", chat, e.user_message)
             reply = llm.pick(_MSG, "llm") % e.user_message
         except MemoryError:
             seam.collect()
-            log.error(TAG, "%s: no mem", chat)
+            log.error(_TAG, "%s: no mem", chat)
             reply = llm.pick(_MSG, "mem")
         except Exception as e:  # noqa: BLE001 - a turn must never kill the agent thread
-            log.exc(TAG, chat, e)
+            log.exc(_TAG, chat, e)
             reply = llm.pick(_MSG, "bug") % type(e).__name__
         if _unsaved[0] is not None:
             e = _unsaved[0]
@@ -143,7 +150,7 @@ class Agent:
         _add(key, messages, {"role": "user", "content": text})
         # hardware notes: a function of the room left in the context, which calls it
         self.context.build(msg, retrieval and (
-            lambda room: retrieval.for_message(text, min(room, config.AGENT_HW_NOTES_BYTES))))
+            lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES))))
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
         tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group")}
@@ -156,7 +163,7 @@ class Agent:
         for rnd in range(config.AGENT_MAX_ROUNDS):
             messages, fixes = sessions.repair(messages)
             if fixes:
-                log.warn(TAG, "%s: fix %d", key, fixes)
+                log.warn(_TAG, "%s: fix %d", key, fixes)
             reply = provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
             usage.add(reply["usage"])
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
@@ -190,12 +197,12 @@ class Agent:
                     if err:
                         res = (llm.pick(_MSG, "retry") % err, True)
                     else:
-                        log.info(TAG, "tool %s", name)
+                        log.info(_TAG, "tool %s", name)
                         res = registry.execute(name, c.get("input") or {}, tctx)
                     _add(key, messages, {"role": "tool", "tool_call_id": c["id"], "name": name, "content": res[0],
                                          "is_error": res[1]})
-                if not noted and (rnd + 1 >= config.AGENT_NOTE_AFTER_ROUNDS or
-                                  seam.ticks_diff(seam.ticks_ms(), t0) >= config.AGENT_NOTE_AFTER_MS):
+                if not noted and (rnd + 1 >= _AGENT_NOTE_AFTER_ROUNDS or
+                                  seam.ticks_diff(seam.ticks_ms(), t0) >= _AGENT_NOTE_AFTER_MS):
                     noted = True
                     self.bus.send(channel, chat, llm.pick(_MSG, "note") % (steps, ", ".join(ran[:6])), "note")
             elif stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
@@ -224,7 +231,7 @@ def _save(key, m):
         sessions.append(key, m)
     except OSError as e:
         if _unsaved[0] is None:
-            log.warn(TAG, "%s: not saved: %s", key, e)
+            log.warn(_TAG, "%s: not saved: %s", key, e)
             _unsaved[0] = e
 
 

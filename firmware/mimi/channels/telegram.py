@@ -17,7 +17,7 @@ In (https://core.telegram.org/bots/api#getupdates):
   from Telegram for good, so a reboot cannot bring them back, and a handling failure
   cannot make a poison update come back forever. The offset is also kept in the
   settings store (NVS, wear-levelled) every ``TG_OFFSET_SAVE_EVERY`` updates or
-  ``TG_OFFSET_SAVE_MS``, and at ``stop()``; an older stored offset is harmless
+  ``_TG_OFFSET_SAVE_MS``, and at ``stop()``; an older stored offset is harmless
   (confirmed updates are not redelivered). The cost: a crash between the confirming
   poll and the hand-over to the agent loses that message (at most once, never twice).
   An update taken before (one of the last 8 ids, or twice in one answer) is ignored; an
@@ -55,8 +55,15 @@ Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
 """
 import json
 
+from micropython import const
+
 from mimi import commands, config, log, seam
 from mimi.channels import tgformat
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_TG_OUTQ_MAX = const(24)  # message chunks waiting to be sent
+_TG_OFFSET_SAVE_MS = const(300000)
+_TG_TYPING_MAX_MS = const(600000)  # a typing indicator nobody ends stops after this
 
 # Texts (the missing token, the media kinds) live in texts.md: a string constant costs
 # heap for as long as the module is loaded (docs/heap.md).
@@ -180,7 +187,7 @@ class Telegram:
         """Store the offset when enough updates or time passed (or ``force``)."""
         now = seam.ticks_ms()
         if not self.unsaved or self.me is None or not force and self.unsaved < config.TG_OFFSET_SAVE_EVERY \
-                and seam.ticks_diff(now, self.saved_ms) < config.TG_OFFSET_SAVE_MS:
+                and seam.ticks_diff(now, self.saved_ms) < _TG_OFFSET_SAVE_MS:
             return
         try:
             seam.store_set(config.TG_OFFSET_KEY, "%s:%d" % (self.me["id"], self.offset))
@@ -281,7 +288,7 @@ class Telegram:
                 and not self._late():
             self.typing_at = seam.ticks_add(now, config.TG_TYPING_EVERY_MS)  # Telegram shows it 5 s
             for cid in list(self.typing):
-                if seam.ticks_diff(now, self.typing[cid]) > config.TG_TYPING_MAX_MS:
+                if seam.ticks_diff(now, self.typing[cid]) > _TG_TYPING_MAX_MS:
                     del self.typing[cid]  # nobody ended it
                     continue
                 if self._late():
@@ -501,7 +508,7 @@ class Telegram:
                 if kind != "text":
                     return True
                 t = "(no reply)"
-            if len(self.outq) >= config.TG_OUTQ_MAX:
+            if len(self.outq) >= _TG_OUTQ_MAX:
                 return False
             self.queue_text(cid, t)
         return True

@@ -19,19 +19,24 @@ An alias of kind ``in`` (a button) is not switched: the reply says so and gives 
 An alias of kind ``ws2812`` is lit with ``HW_RGB_ON`` (dim white) or set dark. A pin the
 policy refuses gets a reply naming the rule. Every reply names the alias and the GPIO.
 """
+from micropython import const
+
 from mimi import config, log
 from mimi.hw import datasheets
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_HW_FASTPATH_MAX_CHARS = const(80)  # longer messages are never a plain command
 
 # Word lists, "|" between them, each word between spaces: signs that a message is not a
 # plain command, found anywhere (questions, Chinese negations) or as words (English
 # negations); English words dropped anywhere; English verbs; Chinese polite openings;
 # Chinese closing particles; Chinese verbs, on then off, longest first.
-_WORDS = (" ? ？ 吗 不要 别 不用 没 | don't dont never not | please pls plz the my now thanks thx |"
-          " turn switch power shut | 请 帮我 麻烦 给我 把 | 一下 吧 了 啦 呀 哦 |"
-          " 打开 开启 开 关闭 关掉 关上 关 ")
+_WORDS = const(" ? ？ 吗 不要 别 不用 没 | don't dont never not | please pls plz the my now thanks thx |"
+               " turn switch power shut | 请 帮我 麻烦 给我 把 | 一下 吧 了 啦 呀 哦 |"
+               " 打开 开启 开 关闭 关掉 关上 关 ")
 # The replies, English and Chinese: done, not done (refused or failed), an input.
-_SAY = ("Turned %s %s.|I did not switch %s: %s|%s is an input; I can read it but not switch it. It reads %s now.",
-        "已%s %s。|没有操作 %s：%s|%s 是输入，只能读取，不能开关。现在读数：%s。")
+_SAY = const(("Turned %s %s.|I did not switch %s: %s|%s is an input; I can read it but not switch it. It reads %s now.",
+              "已%s %s。|没有操作 %s：%s|%s 是输入，只能读取，不能开关。现在读数：%s。"))
 
 
 def parse(text, known):
@@ -40,7 +45,7 @@ def parse(text, known):
     list of aliases)."""
     t = text.strip().lower()
     words = _WORDS.split("|")
-    if len(t) > config.HW_FASTPATH_MAX_CHARS:
+    if len(t) > _HW_FASTPATH_MAX_CHARS:
         return None
     for n in words[0].split():
         if n in t:

@@ -12,6 +12,8 @@ Every action asks ``mimi.hw.pins.check`` first (a refused pin raises ``PinRefuse
 States: ``(mode, value)`` with mode ``"out"`` (value 0/1), ``"in"`` (0/1), ``"pwm"``
 (``(duty_pct, freq_hz)``) or ``"rgb"`` (``(r, g, b)``).
 """
+from micropython import const
+
 from mimi import config, seam
 from mimi.hw import pins
 
@@ -19,9 +21,9 @@ from mimi.hw import pins
 _pins = {}
 _lock = seam.allocate_lock()
 # Errors, then the words for each mode (see states_text).
-_TEXT = ("bad value: level 0/1, pull up/down/none, duty 0-100 (%), freq_hz 1-40000, r/g/b 0-255|"
-         "the chip's 8 PWM channels and 4 timers (frequencies) are in use: %s Hz; stop one with a 0/1 write|"
-         "output, level %d|input, level %d|PWM %s%% at %d Hz|RGB %d,%d,%d")
+_TEXT = const("bad value: level 0/1, pull up/down/none, duty 0-100 (%), freq_hz 1-40000, r/g/b 0-255|"
+              "the chip's 8 PWM channels and 4 timers (frequencies) are in use: %s Hz; stop one with a 0/1 write|"
+              "output, level %d|input, level %d|PWM %s%% at %d Hz|RGB %d,%d,%d")
 
 
 def write(pin, level):

@@ -28,17 +28,22 @@ A file that cannot be read, is not JSON, or has an unknown key refuses every pin
 import json
 import os
 
+from micropython import const
+
 from mimi import config, log, seam
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_HW_POLICY_MAX_BYTES = const(1024)
 
 # The rule of each GPIO 0-48, one digit per pin: 0 free, n the n-th entry of _TEXT.
 # 1-3 are hard (the owner's file cannot lift them; 3 only while octal_psram is true),
 # 4 is refused unless the owner allows the pin, 5-6 are allowed with a warning; check()
 # gives 7-9 (the owner's file) and fills in the "*". Then summary()'s labels.
-_MAP = "5005000000000000000440111122222223333300000665500"
-_TEXT = ("no_such_pin:no such GPIO on the ESP32-S3|flash:the SPI flash/PSRAM bus|octal_psram:octal PSRAM lines|"
-         "usb:USB D-/D+, the console (the owner may allow it)|strapping:strapping pin, read at reset (boot mode)|"
-         "uart0:UART0, a console|policy_file:*|owner_deny:denied by the owner|owner_only:the owner allows only GPIO *|"
-         "allowed: GPIO|allowed with a warning:|refused (*):")
+_MAP = const("5005000000000000000440111122222223333300000665500")
+_TEXT = const("no_such_pin:no such GPIO on the ESP32-S3|flash:the SPI flash/PSRAM bus|octal_psram:octal PSRAM lines|"
+              "usb:USB D-/D+, the console (the owner may allow it)|strapping:strapping pin, read at reset (boot mode)|"
+              "uart0:UART0, a console|policy_file:*|owner_deny:denied by the owner|"
+              "owner_only:the owner allows only GPIO *|allowed: GPIO|allowed with a warning:|refused (*):")
 
 
 class PinRefused(ValueError):
@@ -83,7 +88,7 @@ def check(pin):
         try:
             if st:
                 with open(real) as f:
-                    _pol[1] = _valid(json.loads(f.read(config.HW_POLICY_MAX_BYTES)))
+                    _pol[1] = _valid(json.loads(f.read(_HW_POLICY_MAX_BYTES)))
         except (OSError, ValueError) as e:  # UnicodeError is a ValueError
             _pol[1] = "%s: %s; every pin is refused until it is fixed or deleted" % (config.HW_POLICY_PATH, e)
             log.error("pins", _pol[1])

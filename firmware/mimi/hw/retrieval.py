@@ -15,13 +15,18 @@ question that shares one common word with a datasheet should not either).
 An alias is named when its words are words of the message, in order (``red_led``: "the
 red LED"), or, for an alias with non-latin characters, when it appears in the message.
 """
+from micropython import const
+
 from mimi import config, seam
 from mimi.hw import datasheets
 
+# Tunables (config.py holds those shared by several modules and the settings).
+_HW_RAG_MAX_CHUNKS = const(3)  # datasheet chunks per message
+
 # Stop words, latin and CJK pairs, each between spaces.
-_STOP = (" the and for you your are was can what when where which who how why this that with from about"
-         " please have has not but all any there they them then just some get like want need tell know make now"
-         " today yes thanks hello hey 一下 什么 怎么 可以 这个 帮我 请问 现在 ")
+_STOP = const(" the and for you your are was can what when where which who how why this that with from about"
+              " please have has not but all any there they them then just some get like want need tell know make now"
+              " today yes thanks hello hey 一下 什么 怎么 可以 这个 帮我 请问 现在 ")
 
 _buf = []  # one chunk buffer, allocated on first use
 
@@ -89,7 +94,7 @@ def rank(ix, kws, limit, board=None):
     return [(s, -i) for s, i in best]
 
 
-def for_message(text, budget_bytes, max_chunks=config.HW_RAG_MAX_CHUNKS):
+def for_message(text, budget_bytes, max_chunks=_HW_RAG_MAX_CHUNKS):
     """The hardware notes the context adds for this inbound ``text`` (str), at most
     ``budget_bytes`` of UTF-8 and ``max_chunks`` chunks; "" when the message names no alias
     and matches no chunk. The ``hardware_docs`` tool calls it with its own limits.

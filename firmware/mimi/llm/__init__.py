@@ -20,7 +20,7 @@ from micropython import const
 
 from mimi import config, log, pick, seam  # noqa: F401 - pick: llm.pick, as before
 
-TAG = "llm"
+_TAG = const("llm")
 
 
 class LLMError(Exception):
@@ -70,7 +70,7 @@ def current():
     if _current is None:
         name = config.get("provider")
         if name not in PRESETS:
-            log.warn(TAG, "%s unknown", name)
+            log.warn(_TAG, "%s unknown", name)
             name = "anthropic"
         i = PRESETS.index(name)
         base, model = _PRESET.split("|")[i].split(" ")
@@ -124,7 +124,7 @@ def switch(provider=None, model=None, base_url=None):
             config.set(k, v)
     reset()
     p = current()
-    log.info(TAG, "now %s", describe(p))
+    log.info(_TAG, "now %s", describe(p))
     return p
 
 

@@ -20,7 +20,15 @@ from mimi import config, log, seam
 from mimi.llm import LLMError, init, pick, wire  # noqa: F401 - LLMError is also used as common.LLMError
 from mimi.net import http
 
-TAG = "llm"
+# Tunables (config.py holds those shared by several modules and the settings).
+_LLM_DEADLINE_MS = const(300000)  # one attempt, whole
+_LLM_MAX_ATTEMPTS = const(3)  # the SDKs' DEFAULT_MAX_RETRIES = 2, plus the first try
+_LLM_RETRY_BASE_MS = const(500)  # SDKs' INITIAL_RETRY_DELAY
+_LLM_RETRY_MAX_MS = const(8000)  # SDKs' MAX_RETRY_DELAY
+_LLM_RETRY_AFTER_MAX_S = const(60)  # a longer retry-after is not waited for
+_LLM_ANTHROPIC_VERSION = const("2023-06-01")
+
+_TAG = const("llm")
 _ERR_MSG_MAX = const(160)  # characters of the API's own error message shown to the user
 _COLLECT_OVER = const(8192)  # reply bytes above which the heap is collected before parsing
 _WAIT_MAX_MS = const(86400000)  # a server's retry-after beyond a day is taken as a day
@@ -49,7 +57,7 @@ class Provider:
             # the SDK's convention is the host without /v1; one given with it is meant the same
             self.url = (base_url[:-3] if base_url[-3:] == "/v1" else base_url) + "/v1/messages"
             h["x-api-key"] = api_key
-            h["anthropic-version"] = config.LLM_ANTHROPIC_VERSION
+            h["anthropic-version"] = _LLM_ANTHROPIC_VERSION
         else:
             self.url = base_url + "/chat/completions"
             if api_key:
@@ -65,12 +73,12 @@ class Provider:
         if self._key is None:
             raise LLMError(pick(_MSG, "nokey") % name)
         buf = init()
-        for attempt in range(config.LLM_MAX_ATTEMPTS):
+        for attempt in range(_LLM_MAX_ATTEMPTS):
             h = None
             try:
                 r = http.request("POST", self.url, self.headers, lambda w: wire.body(
                     w, self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), config.LLM_TIMEOUT_MS, buf,
-                    deadline_ms=config.LLM_DEADLINE_MS)
+                    deadline_ms=_LLM_DEADLINE_MS)
             except OSError as e:
                 s = str(e)
                 err = LLMError(pick(_MSG, "reach") % (http.parse_url(self.url)[1], "timed out" if (
@@ -98,11 +106,11 @@ class Provider:
                         raise err
                     h = r.headers
             wait = _wait_ms(attempt, h)
-            if wait > config.LLM_RETRY_AFTER_MAX_S * 1000:
+            if wait > _LLM_RETRY_AFTER_MAX_S * 1000:
                 raise LLMError(pick(_MSG, "wait") % (err.user_message, wait // 1000),
                                err.status, True)
-            log.warn(TAG, "%s #%d: %s", name, attempt + 1, err.user_message)
-            if attempt + 1 < config.LLM_MAX_ATTEMPTS:
+            log.warn(_TAG, "%s #%d: %s", name, attempt + 1, err.user_message)
+            if attempt + 1 < _LLM_MAX_ATTEMPTS:
                 _sleep_ms(wait)
         raise err
 
@@ -111,7 +119,7 @@ def _wait_ms(attempt, headers=None):
     """The wait before retry ``attempt`` (0-based): the server's ``retry-after-ms`` or
     ``retry-after`` (seconds) when it gave one, else the SDKs' backoff: 0.5 s * 2^n, at
     most 8 s, less 0-25 % jitter. The server's value is kept within 0 and a day (the
-    caller does not wait over ``LLM_RETRY_AFTER_MAX_S``: it tells the user); ``inf`` or
+    caller does not wait over ``_LLM_RETRY_AFTER_MAX_S``: it tells the user); ``inf`` or
     ``nan`` count as absent."""
     for k, scale in (("retry-after-ms", 1), ("retry-after", 1000)):
         try:
@@ -120,7 +128,7 @@ def _wait_ms(attempt, headers=None):
             continue
         if v - v == 0:  # finite
             return int(min(max(v, 0), _WAIT_MAX_MS))
-    ms = min(config.LLM_RETRY_BASE_MS << attempt, config.LLM_RETRY_MAX_MS)
+    ms = min(_LLM_RETRY_BASE_MS << attempt, _LLM_RETRY_MAX_MS)
     return ms - ms * os.urandom(1)[0] // 1024
 
 

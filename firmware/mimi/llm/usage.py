@@ -1,16 +1,22 @@
 """Tokens used per day, for ``/status``: ``{"YYYY-MM-DD": [input, output, calls]}``.
 
 Counted in RAM on every LLM reply and written to ``/data/state/usage.json`` at most every
-``USAGE_SAVE_S`` (flash wear: not on every call) and when the app stops (``save()``).
+``_USAGE_SAVE_S`` (flash wear: not on every call) and when the app stops (``save()``).
 ``today()`` and ``summary()`` read them.
-The local date names the day (``mimi.clock``). ``USAGE_DAYS`` days are kept.
+The local date names the day (``mimi.clock``). ``_USAGE_DAYS`` days are kept.
 """
 import json
+
+from micropython import const
 
 from mimi import clock, config, log, seam
 from mimi.storage import fs
 
-TAG = "usage"
+# Tunables (config.py holds those shared by several modules and the settings).
+_USAGE_SAVE_S = const(600)  # token counts are written at most this often (flash wear)
+_USAGE_DAYS = const(14)  # days of token counts kept
+
+_TAG = const("usage")
 _days = None  # loaded on first use
 _saved_ms = None
 _dirty = False
@@ -18,7 +24,7 @@ _dirty = False
 
 def _today():
     """Today's row ``[input, output, calls]``, loading the file on first use; a new day's row
-    pushes out days past ``USAGE_DAYS``."""
+    pushes out days past ``_USAGE_DAYS``."""
     global _days
     if _days is None:
         _days = {}
@@ -33,7 +39,7 @@ def _today():
     row = _days.get(day)
     if row is None:
         row = _days[day] = [0, 0, 0]
-        for k in sorted(_days)[:-config.USAGE_DAYS]:
+        for k in sorted(_days)[:-_USAGE_DAYS]:
             del _days[k]
     return row
 
@@ -50,13 +56,13 @@ def add(tokens, calls=1):
 
 
 def save(force=True):
-    """Write the counts if they changed (``force=False``: only when ``USAGE_SAVE_S`` has
+    """Write the counts if they changed (``force=False``: only when ``_USAGE_SAVE_S`` has
     passed since the last write). A failed write is logged and tried again later."""
     global _saved_ms, _dirty
     if not _dirty:
         return
     now = seam.ticks_ms()
-    if not force and (_saved_ms is None or seam.ticks_diff(now, _saved_ms) < config.USAGE_SAVE_S * 1000):
+    if not force and (_saved_ms is None or seam.ticks_diff(now, _saved_ms) < _USAGE_SAVE_S * 1000):
         if _saved_ms is None:
             _saved_ms = now  # first count since boot: start the clock, write later
         return
@@ -65,7 +71,7 @@ def save(force=True):
         _dirty = False
         _saved_ms = now
     except OSError as e:
-        log.exc(TAG, "save", e)
+        log.exc(_TAG, "save", e)
 
 
 def today():

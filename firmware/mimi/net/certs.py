@@ -16,7 +16,7 @@ from micropython import const
 from mimi import config, log, seam
 from mimi.storage import fs
 
-TAG = "tls"
+_TAG = const("tls")
 _LINE_MAX = const(256)  # PEM lines are 64 characters; longer ones are not PEM
 _CERT_B64_MAX = const(8192)  # base64 of one certificate (a 4096-bit root is about 1.9 KB)
 
@@ -49,7 +49,7 @@ def ders(paths):
         try:
             f, _ = fs.open_read(path)
         except OSError as e:
-            log.warn(TAG, "%s: %s", path, e)
+            log.warn(_TAG, "%s: %s", path, e)
             continue
         try:
             parts = None
@@ -71,12 +71,12 @@ def ders(paths):
                     if der:
                         yield der
                     else:
-                        log.warn(TAG, "%s: bad", path)
+                        log.warn(_TAG, "%s: bad", path)
                 else:
                     size += len(line)
                     parts.append(line)
                     if size > _CERT_B64_MAX:
-                        log.warn(TAG, "%s: bad", path)
+                        log.warn(_TAG, "%s: bad", path)
                         parts = None
         finally:
             f.close()
@@ -94,6 +94,6 @@ def context():
         ctx, n, bad = seam.tls_context(ders(files()))
         if not n:
             raise seam.TLSError("no CA certificates in %s" % config.CERTS_DIR)
-        log.info(TAG, "%d of %d CA certificates loaded", n, n + bad)
+        log.info(_TAG, "%d of %d CA certificates loaded", n, n + bad)
         _ctxs[tid] = ctx
     return ctx

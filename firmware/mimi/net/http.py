@@ -24,6 +24,10 @@ from micropython import const
 
 from mimi import config, seam
 
+# Tunables (config.py holds those shared by several modules and the settings).
+_HTTP_TIMEOUT_MS = const(30000)  # each read or write; callers raise it for slow replies
+_HTTP_DEADLINE_MS = const(300000)  # a whole exchange, so a dripping server cannot hold a thread
+
 _HEADERS_MAX = const(100)  # header lines per response before we call it malformed
 _KEEP = const(" content-length transfer-encoding content-type retry-after retry-after-ms x-should-retry location ")
 _BAD_URL = const("the URL is not http[s]://host[:port][/path]")
@@ -73,7 +77,7 @@ class Pending:
     ``headers``: dict of extra request headers. ``body``: None, bytes-like, str, or a
     writer ``fn(write)`` that calls ``write(bytes or str)`` for each piece, the same way
     both times it is called. ``timeout_ms``: for each read and write (default
-    ``HTTP_TIMEOUT_MS``); ``connect_timeout_ms`` for the TCP connect and the TLS
+    ``_HTTP_TIMEOUT_MS``); ``connect_timeout_ms`` for the TCP connect and the TLS
     handshake; ``deadline_ms``: the whole exchange, from now. ``buf``/``cap``/``want``:
     see ``finish``. Raises as the module says; the socket is closed on failure. No
     ``HEAD`` (its response would be read as having a body).
@@ -86,8 +90,8 @@ class Pending:
     def __init__(self, method, url, headers=None, body=None, timeout_ms=None, buf=None, cap=None, want=(),
                  connect_timeout_ms=None, deadline_ms=None):
         tls, host, port, path = parse_url(url)
-        self._tmo = timeout_ms or config.HTTP_TIMEOUT_MS
-        self._end = seam.ticks_add(seam.ticks_ms(), deadline_ms or config.HTTP_DEADLINE_MS)
+        self._tmo = timeout_ms or _HTTP_TIMEOUT_MS
+        self._end = seam.ticks_add(seam.ticks_ms(), deadline_ms or _HTTP_DEADLINE_MS)
         self._opts = buf, cap, want
         self._rb = bytearray(config.HTTP_LINE_BYTES)  # request gathering, then status/header/chunk lines
         self._rs = self._re = self._sent = 0

@@ -21,9 +21,15 @@ from micropython import const
 from mimi import clock, config, log, seam
 from mimi.storage import fs
 
+# Tunables (config.py holds those shared by several modules and the settings).
+_CRON_FILE_MAX_BYTES = const(8192)
+_CRON_EVERY_MIN_S = const(60)
+_CRON_EVERY_MAX_S = const(31622400)  # 366 days
+_CRON_TEXT_MAX_BYTES = const(512)
+
 _TAG = const("cron")
 KINDS = ("every", "at", "daily")
-_FIELDS = ("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel", "is_group")
+_FIELDS = const(("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel", "is_group"))
 
 _lock = seam.allocate_lock()
 _TIME_MAX = 4294967296  # not const(): over 31 bits, a long int on the ESP32; unix seconds stay under 2**32 (the year 2106): gmtime of more can overflow
@@ -32,11 +38,11 @@ _TIME_MAX = 4294967296  # not const(): over 31 bits, a long int on the ESP32; un
 def _load():
     """``(seq, jobs)`` from the file; ``ValueError`` when it is damaged (it is left as is)."""
     try:
-        text, cut, size = fs.read_text(config.CRON_PATH, config.CRON_FILE_MAX_BYTES)
+        text, cut, size = fs.read_text(config.CRON_PATH, _CRON_FILE_MAX_BYTES)
     except fs.NotFound:
         return 0, []
     if cut:
-        raise ValueError("cron.json is %d bytes, over %d" % (size, config.CRON_FILE_MAX_BYTES))
+        raise ValueError("cron.json is %d bytes, over %d" % (size, _CRON_FILE_MAX_BYTES))
     try:
         d = json.loads(text)
         jobs = d["jobs"]
@@ -114,8 +120,8 @@ def validate(spec, now_s=None):
             "hhmm (HH:MM, local time) is needed for kind daily" if kind == "daily" and "hhmm" not in spec else None)
     if need:
         raise ValueError(need)
-    if len(text.encode()) > config.CRON_TEXT_MAX_BYTES:
-        raise ValueError("text is over %d bytes" % config.CRON_TEXT_MAX_BYTES)
+    if len(text.encode()) > _CRON_TEXT_MAX_BYTES:
+        raise ValueError("text is over %d bytes" % _CRON_TEXT_MAX_BYTES)
     if channel == "telegram" and not (chat.lstrip("-").isdigit() and chat.count("-") <= 1):
         raise ValueError("chat_id for telegram must be a number, got '%s'" % chat)
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, float)) or not 0 <= n < _TIME_MAX
@@ -126,8 +132,8 @@ def validate(spec, now_s=None):
     if spec.get("is_group"):
         job["is_group"] = True
     if kind == "every":
-        if not config.CRON_EVERY_MIN_S <= n <= config.CRON_EVERY_MAX_S:
-            raise ValueError("every_s must be between %d and %d" % (config.CRON_EVERY_MIN_S, config.CRON_EVERY_MAX_S))
+        if not _CRON_EVERY_MIN_S <= n <= _CRON_EVERY_MAX_S:
+            raise ValueError("every_s must be between %d and %d" % (_CRON_EVERY_MIN_S, _CRON_EVERY_MAX_S))
         job["every_s"] = n = int(n)
         if synced:
             job["next_s"] = now_s + n
@@ -164,7 +170,7 @@ def add(spec, now_s=None):
         # The file must stay readable as its jobs run: room for their times (null -> 10
         # digits, three per job) is kept, else every job would stop at the next load.
         n = len(json.dumps({"seq": seq, "jobs": jobs}, separators=(",", ":")).encode())
-        if n + 36 * config.CRON_JOBS_MAX > config.CRON_FILE_MAX_BYTES:
+        if n + 36 * config.CRON_JOBS_MAX > _CRON_FILE_MAX_BYTES:
             raise ValueError("the job file would be too big (%d bytes): remove a job or use a shorter text" % n)
         _save(seq, jobs)
     log.info(_TAG, "added %s (%s)", job["id"], kind_text(job))

@@ -25,6 +25,10 @@ from micropython import const
 
 from mimi import config, pick, seam
 
+# Tunables (config.py holds those shared by several modules and the settings).
+_FS_NAME_MAX_BYTES = const(64)  # one name in a path; LittleFS allows 255, this leaves room
+_FS_PATH_MAX_BYTES = const(200)  # a whole device path, as UTF-8
+
 _TMP = const(".~tmp")
 # The messages, by key (``mimi.pick``: one string in RAM, not one each).
 _MSG = const("|text path must be text|empty path is empty|nul path contains a NUL byte"
@@ -59,7 +63,7 @@ def check(path):
     -> ``/data/memory/MEMORY.md``; one trailing ``/`` is dropped.
     Refused, each with a message naming the rule: non-text, empty, NUL or control
     characters, a path outside ``/data``, ``..``, an empty name (``//``), a name over
-    ``FS_NAME_MAX_BYTES`` or a path over ``FS_PATH_MAX_BYTES``, names ending in the
+    ``_FS_NAME_MAX_BYTES`` or a path over ``_FS_PATH_MAX_BYTES``, names ending in the
     temporary suffix ``.~tmp``.
     """
     if not isinstance(path, str):
@@ -73,11 +77,11 @@ def check(path):
         if ch > "\x7f":
             ascii = False
     data = config.DATA
-    name_max = config.FS_NAME_MAX_BYTES
+    name_max = _FS_NAME_MAX_BYTES
     n = len(path)
     k = len(data)
     # Fast path, no allocation (every file operation comes here): already normal ASCII.
-    if ascii and k < n <= config.FS_PATH_MAX_BYTES and path.startswith(data) and path[k] == "/" \
+    if ascii and k < n <= _FS_PATH_MAX_BYTES and path.startswith(data) and path[k] == "/" \
             and path[-1] != "/" and not ("//" in path or "/." in path or "~" in path or " " in path):
         while k < n:
             j = path.find("/", k + 1)
@@ -110,8 +114,8 @@ def check(path):
             raise PathError(pick(_MSG, "tmp"))
         parts.append(name)
     out = data + "/" + "/".join(parts) if parts else data
-    if len(out.encode()) > config.FS_PATH_MAX_BYTES:
-        raise PathError(pick(_MSG, "max") % config.FS_PATH_MAX_BYTES)
+    if len(out.encode()) > _FS_PATH_MAX_BYTES:
+        raise PathError(pick(_MSG, "max") % _FS_PATH_MAX_BYTES)
     return out
 
 

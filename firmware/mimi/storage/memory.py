@@ -9,8 +9,13 @@ the context tells the model exactly the path ``daily_path`` gives, which is the 
 ``edit_file``/``write_file`` under ``/data/memory``), so chat, cron and heartbeat cannot
 lose each other's edits. Hold it only briefly; it is not re-entrant.
 """
+from micropython import const
+
 from mimi import clock, config, log, seam
 from mimi.storage import fs
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_MEMORY_RECENT_DAYS = const(3)
 
 LOCK = seam.allocate_lock()
 
@@ -83,7 +88,7 @@ def recent_parts(days=None, cap=None, epoch_s=None):
     if not clock.synced(epoch_s):
         return parts
     left = cap or config.MEMORY_RECENT_MAX_BYTES
-    for d in range(days or config.MEMORY_RECENT_DAYS):
+    for d in range(days or _MEMORY_RECENT_DAYS):
         path = daily_path(epoch_s - d * 86400)
         size = fs.size(path)
         if not size:

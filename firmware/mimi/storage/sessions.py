@@ -2,7 +2,7 @@
 
 Messages are in the internal form of docs/internals.md ("Messages"). The whole history
 stays on flash for the model to ``read_file`` later; a request carries only the last
-``AGENT_HISTORY_MSGS`` of it.
+``_AGENT_HISTORY_MSGS`` of it.
 - ``load`` reads back from the end of the file in ``FS_CHUNK_BYTES`` blocks (seek), so
   its cost does not grow with the file. A line of any length is found; one over
   ``SESSION_LINE_MAX_BYTES`` stays on flash and the window gets a short message saying
@@ -25,9 +25,13 @@ from micropython import const
 from mimi import config, log, seam
 from mimi.storage import fs
 
+# Tunables (config.py holds those shared by several modules and the settings).
+_AGENT_HISTORY_MSGS = const(20)  # messages of history sent with each request
+_SESSION_CARRY_MSGS = const(20)  # messages copied into the fresh file at a rotation
+_SESSION_WINDOW_MAX_BYTES = const(24576)  # JSON bytes of history one load may hold
+
 _TAG = const("session")
 _SUFFIX = const(".jsonl")
-_PREFIX = {"telegram": "tg", "heartbeat": "hb"}  # others (cli, cron) keep their name
 _KEY_MAX = const(40)
 
 _lock = seam.allocate_lock()
@@ -47,7 +51,8 @@ def key_for(channel, chat_id):
     Cron and heartbeat get ``cron_`` / ``hb_`` keys apart from people's chats. Characters
     outside ``[A-Za-z0-9_-]`` become ``_``.
     """
-    prefix = _PREFIX.get(channel) or _safe(str(channel))[:8]
+    # telegram and heartbeat are shortened; others (cli, cron) keep their name
+    prefix = "tg" if channel == "telegram" else "hb" if channel == "heartbeat" else _safe(str(channel))[:8]
     return (prefix + "_" + _safe(str(chat_id)))[:_KEY_MAX]
 
 
@@ -93,7 +98,7 @@ def append(key, msg):
     with _lock:
         size = fs.size(p)
         if size and size + len(line) > config.SESSION_ROTATE_BYTES:
-            _rotate(key, config.SESSION_CARRY_MSGS)
+            _rotate(key, _SESSION_CARRY_MSGS)
             size = fs.size(p)
         if size:
             f, _ = fs.open_read(p)
@@ -146,7 +151,7 @@ def _archive_nums(key):
 
 def _rotate(key, carry):
     """Move the session file to the next archive number; the fresh file starts with the
-    last ``carry`` complete lines (within ``SESSION_WINDOW_MAX_BYTES``), byte for byte.
+    last ``carry`` complete lines (within ``_SESSION_WINDOW_MAX_BYTES``), byte for byte.
     Prunes archives past ``SESSION_ARCHIVES_MAX``. Returns the archive's path or None."""
     p = path_for(key)
     size = fs.size(p)
@@ -164,7 +169,7 @@ def _rotate(key, carry):
                     end = e + 1 if e < size else e
                 if s == e:
                     continue
-                if end - s > config.SESSION_WINDOW_MAX_BYTES:
+                if end - s > _SESSION_WINDOW_MAX_BYTES:
                     break
                 start = s
                 carry -= 1
@@ -221,18 +226,18 @@ def _spans(f, size):
 
 
 def load(key, n=None, budget=None):
-    """The last ``n`` messages of session ``key`` (default ``AGENT_HISTORY_MSGS``), oldest first.
+    """The last ``n`` messages of session ``key`` (default ``_AGENT_HISTORY_MSGS``), oldest first.
 
     When the ``n``-th message back is not a user message, up to ``n`` more are read to
     reach one, so the window starts at a question. ``budget``: the JSON bytes the window
-    may hold (default ``SESSION_WINDOW_MAX_BYTES``); the newest message always counts. A
+    may hold (default ``_SESSION_WINDOW_MAX_BYTES``); the newest message always counts. A
     line over ``SESSION_LINE_MAX_BYTES`` becomes a short message saying where it is (a
     tool result is left out: its call cannot be matched without parsing it). The result
     is repaired (``repair``). Skipped and mended lines are counted in the module's
     ``report``. Returns [] for a new session.
     """
-    n = n or config.AGENT_HISTORY_MSGS
-    budget = budget or config.SESSION_WINDOW_MAX_BYTES
+    n = n or _AGENT_HISTORY_MSGS
+    budget = budget or _SESSION_WINDOW_MAX_BYTES
     for k in report:
         report[k] = 0
     p = path_for(key)

@@ -4,14 +4,19 @@ The context carries only an index (title and first paragraph of each skill, at m
 ``SKILLS_INDEX_MAX_BYTES``); the model reads a skill's file when a task matches it
 (seed 000, "Skills are a table of contents"). The summary is the first non-empty
 paragraph after the title: MimiClaw's stops at the blank line after the title and comes
-out empty. Only the first ``SKILLS_HEAD_BYTES`` of a file are read for it.
+out empty. Only the first ``_SKILLS_HEAD_BYTES`` of a file are read for it.
 
 The index is built at most every ``SKILLS_INDEX_TTL_S`` and kept (reading every skill
 each turn made most of a context build's garbage); ``forget()`` drops it, and the file
 tools call it after writing under ``/data/skills``.
 """
+from micropython import const
+
 from mimi import config, seam
 from mimi.storage import fs
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_SKILLS_HEAD_BYTES = const(1024)  # bytes of a skill read to find its title and summary
 
 _cache = [None, 0, 0]  # index text, its cap, ticks_ms when built
 
@@ -32,7 +37,7 @@ def path(name):
 def summary(name):
     """``(title, first paragraph)`` of a skill; the title falls back to the name."""
     try:
-        return parse(fs.read_text(path(name), config.SKILLS_HEAD_BYTES)[0], name)
+        return parse(fs.read_text(path(name), _SKILLS_HEAD_BYTES)[0], name)
     except (OSError, ValueError):  # gone, or not UTF-8 text
         return name, ""
 

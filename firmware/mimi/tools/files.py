@@ -8,9 +8,15 @@ showed and how to get the next ones. ``write_file`` and ``edit_file`` hold
 ``memory.LOCK`` (briefly), so an edit of MEMORY.md cannot interleave with another
 thread's read-modify-write.
 """
+from micropython import const
+
 from mimi import config
 from mimi.storage import fs, memory, skills
 from mimi.tools import registry
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_TOOL_LIST_MAX_ENTRIES = const(100)
+_TOOL_SEARCH_MAX_HITS = const(30)  # search_files
 
 
 def _writable(path, ctx):
@@ -99,7 +105,7 @@ def list_dir(args, ctx):
     if not entries:
         return "%s is empty" % p
     out = [p + ":"]
-    cap = config.TOOL_LIST_MAX_ENTRIES
+    cap = _TOOL_LIST_MAX_ENTRIES
     for name, is_dir, size in entries[:cap]:
         out.append("  %s/" % name if is_dir else "  %s  (%d bytes)" % (name, size))
     if len(entries) > cap:
@@ -158,7 +164,7 @@ def search_files(args, ctx):
     """``query`` (keywords), optional ``path`` (folder, default ``/data``).
 
     Scores each file (at most 400, three folders deep) by the keywords found in its path
-    and first line; returns the best ``TOOL_SEARCH_MAX_HITS`` with their first lines
+    and first line; returns the best ``_TOOL_SEARCH_MAX_HITS`` with their first lines
     (seed 004's search_files).
     """
     root = fs.check(args.get("path") or config.DATA)
@@ -195,7 +201,7 @@ def search_files(args, ctx):
     if not hits:
         return "no file under %s matches '%s' in its name or first line" % (root, args["query"])
     hits.sort()
-    top = config.TOOL_SEARCH_MAX_HITS
+    top = _TOOL_SEARCH_MAX_HITS
     out = ["%s (%d bytes)%s" % (q, size, ": " + first[:120] if first else "") for _, q, size, first in hits[:top]]
     if len(hits) > top:
         out.append("... %d more; narrow the query or the folder" % (len(hits) - top))

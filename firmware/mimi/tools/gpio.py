@@ -13,8 +13,14 @@ One handler serves all six tools (a function each costs RAM): the registry has a
 checked the arguments against the tool's schema, and no two tools take the same set, so
 the arguments say which tool was called.
 """
+from micropython import const
+
 from mimi import config
 from mimi.tools import registry
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_HW_DOCS_TOOL_BYTES = const(4096)  # a hardware_docs result
+_HW_DOCS_TOOL_CHUNKS = const(4)
 
 
 def _run(args, ctx):
@@ -26,7 +32,7 @@ def _run(args, ctx):
         q = args["query"].strip()
         if not q:
             raise ValueError("query is empty: give a few keywords (e.g. 'rgb led pin')")
-        notes = retrieval.for_message(q, config.HW_DOCS_TOOL_BYTES, config.HW_DOCS_TOOL_CHUNKS)
+        notes = retrieval.for_message(q, _HW_DOCS_TOOL_BYTES, _HW_DOCS_TOOL_CHUNKS)
         if notes:
             return notes
         return "nothing matched '%s'.\ndatasheets:\n%s" % (q, ds.files_text())

@@ -2,14 +2,19 @@
 
 Seed 003 (openclaw-mini's memory_search): split the query into keywords, scan every
 ``.md`` file in ``/data/memory`` line by line, return each matching line (any keyword,
-case ignored) with ``MEMORY_SEARCH_CONTEXT_LINES`` lines before and after, at most
+case ignored) with ``_MEMORY_SEARCH_CONTEXT_LINES`` lines before and after, at most
 ``MEMORY_SEARCH_MAX_MATCHES`` matches and ``MEMORY_SEARCH_MAX_BYTES`` of output (the
 seed's 10,000 characters, counted in bytes since bytes are what the board's RAM holds).
 No notes yet is an answer with a hint, not an error. Files are streamed, never read whole.
 """
+from micropython import const
+
 from mimi import config
 from mimi.storage import fs
 from mimi.tools import registry
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_MEMORY_SEARCH_CONTEXT_LINES = const(2)
 
 
 def memory_search(args, ctx):
@@ -43,7 +48,7 @@ def memory_search(args, ctx):
     left = config.MEMORY_SEARCH_MAX_BYTES - 120  # room for the last line
     matches = 0
     most = config.MEMORY_SEARCH_MAX_MATCHES
-    around = config.MEMORY_SEARCH_CONTEXT_LINES
+    around = _MEMORY_SEARCH_CONTEXT_LINES
     for p in files:
         before = []  # (number, text) of the lines just before, not printed
         after = 0  # context lines still to print after the last hit

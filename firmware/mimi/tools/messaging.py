@@ -5,8 +5,13 @@ this tool. The target must be the current chat, the owner's chat, or an allowed 
 (settings ``owner_chat``, ``allowed_chats``), so a prompt cannot make the bot message
 strangers.
 """
+from micropython import const
+
 from mimi import config
 from mimi.tools import registry
+
+# Tunables (config.py holds those shared by several modules and the settings).
+_TOOL_MESSAGE_MAX_BYTES = const(4096)  # one send_message text
 
 
 def check_chat(chat, ctx):
@@ -26,8 +31,8 @@ def send_message(args, ctx):
     n = len(text.encode())
     if not text.strip():
         raise ValueError("text is empty")
-    if n > config.TOOL_MESSAGE_MAX_BYTES:
-        raise ValueError("text is over %d bytes: shorten it" % config.TOOL_MESSAGE_MAX_BYTES)
+    if n > _TOOL_MESSAGE_MAX_BYTES:
+        raise ValueError("text is over %d bytes: shorten it" % _TOOL_MESSAGE_MAX_BYTES)
     here = ctx.get("channel")
     channel = args.get("channel") or ctx.get("reply_channel") or (here if here in ("telegram", "cli") else "telegram")
     if channel not in ("telegram", "cli"):

@@ -18,6 +18,11 @@ from micropython import const
 from mimi import config
 from mimi.tools import registry
 
+# Tunables (config.py holds those shared by several modules and the settings).
+_WEB_RESULTS_MAX = const(10)
+_WEB_SNIPPET_MAX_CHARS = const(300)
+_WEB_TIMEOUT_MS = const(20000)
+
 # errors the model reads, by key (``mimi.llm.pick``: one string, RAM)
 _MSG = const("|401 key was rejected|403 key was rejected|429 rate limit was reached|big reply was too large"
              "|json sent invalid JSON|reach could not reach the %s search (%s)"
@@ -45,18 +50,18 @@ def web_search(args, ctx):
     query = args["query"].strip()
     if not query:
         raise ValueError("no query")
-    count = max(1, min(int(args.get("count") or 5), config.WEB_RESULTS_MAX))
+    count = max(1, min(int(args.get("count") or 5), _WEB_RESULTS_MAX))
     provider = config.get("search_provider").strip().lower() or "brave"
     key = config.get("search_key")
     try:
         if provider == "tavily":
             r = http.request("POST", config.WEB_TAVILY_URL, {"authorization": "Bearer " + key,
                                                             "content-type": "application/json"},
-                             json.dumps({"query": query, "max_results": count}), config.WEB_TIMEOUT_MS, init())
+                             json.dumps({"query": query, "max_results": count}), _WEB_TIMEOUT_MS, init())
         elif provider == "brave":
             r = http.request("GET", "%s?q=%s&count=%d&text_decorations=false&result_filter=web" % (
                 config.WEB_BRAVE_URL, quote(query), count), {"accept": "application/json", "x-subscription-token": key},
-                None, config.WEB_TIMEOUT_MS, init())
+                None, _WEB_TIMEOUT_MS, init())
         else:
             raise ValueError(pick(_MSG, "which"))
     except OSError as e:
@@ -73,13 +78,13 @@ def web_search(args, ctx):
     if provider == "tavily":
         items, snip = d.get("results"), "content"
         if d.get("answer"):
-            lines.append("Answer: " + _clip(d["answer"], config.WEB_SNIPPET_MAX_CHARS * 2))
+            lines.append("Answer: " + _clip(d["answer"], _WEB_SNIPPET_MAX_CHARS * 2))
     else:
         items, snip = (d.get("web") or {}).get("results"), "description"
     d = None
     for i, x in enumerate((items or ())[:count]):
         lines.append("%d. %s\n   %s\n   %s" % (i + 1, _clip(x.get("title"), 120), x.get("url") or "",
-                                                _clip(x.get(snip), config.WEB_SNIPPET_MAX_CHARS)))
+                                                _clip(x.get(snip), _WEB_SNIPPET_MAX_CHARS)))
     if not items:
         return "No results for: %s" % query
     from mimi.llm.wire import repair_utf16  # an emoji escaped in the JSON: one character, not two halves
