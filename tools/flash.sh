@@ -176,7 +176,7 @@ PYEOF
     $esptool --chip esp32s3 "${portargs[@]}" "$erase"
     echo "Writing $bin at 0x0$([ "$romfs" = 1 ] && echo ' (with the romfs partition)')..."
     $esptool --chip esp32s3 "${portargs[@]}" --baud 460800 "$write" -z 0x0 "$image"
-    [ -z "$romfs_at" ] || echo "ROMFS partition \"romfs\" at $romfs_at: tools/flash.sh deploy puts the package there."
+    [ -z "$romfs_at" ] || echo "ROMFS partition \"romfs\" at $romfs_at: tools/flash.sh deploy puts the package there if this MicroPython has ROMFS on (boards/MIMI_ESP32_S3_ROMFS/README.md)."
     echo "Done. Next (README steps 4-7): tools/flash.sh deploy, seed, config wifi_ssid=... wifi_pass=... tg_token=... provider=... api_key=..., then reset"
 }
 
