@@ -2,8 +2,9 @@
 
     python3 tools/bench_import.py [HEAP]          (HEAP: 256K unless given)
 
-runs ``micropython -X heapsize=HEAP`` twice and prints one line per module with the heap
-it added, then the totals (budget: 96 KB after import, issue 2):
+runs ``micropython -X heapsize=HEAP tools/bench_import_board.py`` twice and prints one
+line per module with the heap it added, then the totals (budget: 96 KB after import,
+issue 2):
 
 1. ROMFS, as ``tools/flash.sh deploy`` puts the package on a board: the package's ROMFS
    image (``host_sim/romfs.py``: .mpy files, built with mpremote's writer) mounted at
@@ -15,92 +16,36 @@ it added, then the totals (budget: 96 KB after import, issue 2):
 2. Plain ``.py`` files (the host simulator's way, and a board without a ROMFS
    partition): the line ``heap after import from .py files:``.
 """
+import os
+import subprocess
 import sys
+import tempfile
 
-if sys.implementation.name != "micropython":
-    import os
-    import subprocess
-    import tempfile
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sys.path.insert(0, root)
+
+def main(heap="256K"):
+    sys.path.insert(0, ROOT)
     from host_sim import hostenv, romfs
 
-    heap = sys.argv[1] if len(sys.argv) > 1 else "256K"
     exe = hostenv.micropython_exe()
     base = dict(os.environ, MIMI_FLASH=tempfile.gettempdir())
     with tempfile.TemporaryDirectory(prefix="mimi-bench-import-") as d:
         image = os.path.join(d, "mimi.romfs")
         with open(image, "wb") as f:
             f.write(romfs.build())
-        print("== ROMFS image (%d B) mounted at /rom, micropython -X heapsize=%s" % (os.path.getsize(image), heap))
+        print("== ROMFS image (%d B) mounted at /rom, micropython -X heapsize=%s" % (os.path.getsize(image), heap),
+              flush=True)
         # No firmware/ on the path: every mimi module must come from the image.
         env = dict(base, MICROPYPATH=os.pathsep.join((hostenv.STUBS, ".frozen")), MIMI_ROMFS_IMAGE=image)
-        rc = subprocess.call([exe, "-X", "heapsize=" + heap, __file__], env=env, cwd=d)
+        rc = subprocess.call([exe, "-X", "heapsize=" + heap, BOARD], env=env, cwd=d)
     if rc == 0:
-        print("== .py files from firmware/, micropython -X heapsize=%s" % heap)
+        print("== .py files from firmware/, micropython -X heapsize=%s" % heap, flush=True)
         env = dict(base, MICROPYPATH=hostenv.micropython_path())
-        rc = subprocess.call([exe, "-X", "heapsize=" + heap, __file__], env=env, cwd=root)
-    raise SystemExit(rc)
-
-import gc
-import os
+        rc = subprocess.call([exe, "-X", "heapsize=" + heap, BOARD], env=env, cwd=ROOT)
+    return rc
 
 
-def modules(folder, pkg):
-    out = []
-    for name in sorted(os.listdir(folder)):
-        path = folder + "/" + name
-        stem = name.rsplit(".", 1)[0]
-        if name.endswith(".py") or name.endswith(".mpy"):
-            out.append(pkg if stem == "__init__" else pkg + "." + stem)
-        elif "." not in name and name != "__pycache__":
-            for init in ("/__init__.py", "/__init__.mpy"):
-                try:
-                    os.stat(path + init)
-                    out.extend(modules(path, pkg + "." + name))
-                    break
-                except OSError:
-                    pass
-    return out
-
-
-def main():
-    import _romfs  # host_sim/stubs: the image into the heap, mounted at /rom
-
-    image = os.getenv("MIMI_ROMFS_IMAGE")
-    held = _romfs.mount(image)
-    base = None
-    for p in sys.path:
-        try:
-            os.stat(p + "/mimi")
-            base = p + "/mimi"
-            break
-        except OSError:
-            pass
-    names = modules(base, "mimi")
-    gc.collect()
-    start = gc.mem_alloc()
-    prev = start
-    for name in names:
-        __import__(name)
-        gc.collect()
-        now = gc.mem_alloc()
-        print("%-34s %+7d B" % (name, now - prev))
-        prev = now
-        where = sys.modules[name].__file__
-        if image and not where.startswith("/rom/"):
-            raise SystemExit("%s came from %s, not the image" % (name, where))
-    gc.collect()
-    total = gc.mem_alloc() - held
-    print("modules: %d" % len(names))
-    if image:
-        print("heap after import: %d B (%.1f KB), of which mimi: %d B; gc.mem_alloc() %d B less the image's %d B"
-              " (flash on a board); free: %d B" % (total, total / 1024, total - start + held, total + held, held,
-                                                   gc.mem_free()))
-    else:
-        print("heap after import from .py files: %d B (%.1f KB), of which mimi: %d B; free: %d B"
-              % (total, total / 1024, total - start, gc.mem_free()))
-
-
-main()
+if __name__ == "__main__":
+    raise SystemExit(main(*sys.argv[1:2]))
