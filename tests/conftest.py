@@ -204,3 +204,23 @@ def pytest_terminal_summary(terminalreporter):
         total = sum(c.values())
         parts = ", ".join("%d %s" % (v, k) for k, v in sorted(c.items()))
         tr.write_line("%-26s %4d run: %s" % (label, total, parts or "none"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _config_restored():
+    """Each test module starts from the shipped tunables: a module's overrides of
+    ``mimi.config`` (a shorter watchdog, a smaller buffer) stay in that module.
+
+    Under ``micropython`` every module runs in a process of its own; here they share one.
+    """
+    try:
+        from mimi import config
+    except ImportError:  # a module that does not use the firmware
+        yield
+        return
+    saved = {k: getattr(config, k) for k in dir(config) if k.isupper()}
+    yield
+    for k in [k for k in dir(config) if k.isupper() and k not in saved]:
+        delattr(config, k)
+    for k, v in saved.items():
+        setattr(config, k, v)
