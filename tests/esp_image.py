@@ -34,13 +34,16 @@ def esp32s3_header():
     return b"\xe9" + b"\x03\x02\x2f" + b"\0" * 8 + b"\x09\x00" + b"\0\0"
 
 
-def merged_image(entries=STOCK_8MIB, app_bytes=0x4000):
+def merged_image(entries=STOCK_8MIB, app_bytes=0x4000, romfs=True):
     """A merged image (bytes): bootloader, the table of ``entries`` at 0x8000, an app at 0x10000.
 
     The bootloader and app are patterned, not FF, so a test sees any byte that moved.
+    ``romfs``: the app holds the interned name ``rom_ioctl``, as a firmware built with
+    ROMFS does (``partitions.supports_romfs``).
     """
     boot = esp32s3_header() + bytes(i % 251 for i in range(0x5000 - 16))
     img = bytearray(boot + b"\xFF" * (0x8000 - len(boot)))
     img += partitions.pack(entries) + b"\xFF" * (0x10000 - 0x8C00)
-    img += esp32s3_header() + bytes((i * 7) % 253 for i in range(app_bytes - 16))
+    names = b"VfsRom\x00rom_ioctl\x00" if romfs else b"VfsLfs2\x00"
+    img += esp32s3_header() + names + bytes((i * 7) % 253 for i in range(app_bytes - 16 - len(names)))
     return bytes(img)

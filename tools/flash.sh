@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Flash MicroPython onto an ESP32-S3 and deploy mimi to it (or to the virtual board).
 #
-#   tools/flash.sh [--port PORT] flash [--no-romfs] FIRMWARE.bin
+#   tools/flash.sh [--port PORT] flash [--romfs|--no-romfs] FIRMWARE.bin
 #                                                     erase, write MicroPython at 0x0 (+ a romfs partition)
 #   tools/flash.sh [--port PORT] deploy [--files] [--mpy]
 #                                                     firmware/boot.py, main.py -> /; firmware/mimi ->
@@ -19,12 +19,14 @@
 # the standard one for quad PSRAM (N8R2: it detects the PSRAM itself), the SPIRAM_OCT
 # variant ("Support for Octal-SPIRAM") for octal PSRAM (N16R8, N8R8); MicroPython's own
 # instructions: erase, then write at offset 0
-# (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html). flash rewrites the
-# image's partition table (at 0x8000 of that merged image) with tools/partitions.py: a
-# data partition "romfs" of 512 KiB cut from the start of the filesystem (vfs), which
-# MicroPython (1.25+) mounts at /rom, running .mpy files there in place (less heap).
-# --no-romfs writes the image as it is. An image without a table at 0x8000 (app-only)
-# is refused before anything is erased.
+# (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html), or a build with
+# ROMFS (boards/MIMI_ESP32_S3_ROMFS). When the firmware has ROMFS (vfs.rom_ioctl in the
+# image), flash rewrites the image's partition table (at 0x8000 of that merged image)
+# with tools/partitions.py: a data partition "romfs" of 512 KiB cut from the start of the
+# filesystem (vfs), which MicroPython (1.25+) mounts at /rom, running .mpy files there in
+# place (half the heap). A firmware without ROMFS (the micropython.org builds seem to be)
+# is written as it is; --romfs adds the partition anyway, --no-romfs never. An image
+# without a table at 0x8000 (app-only) is refused before anything is erased.
 #
 # repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
 # fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
@@ -58,7 +60,7 @@ SEED_DIR="${MIMI_SEED_DIR:-$ROOT/spiffs_seed}"
 die() { echo "flash.sh: $*" >&2; exit 2; }
 
 usage() {
-    sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
     exit "${1:-2}"
 }
 
@@ -130,10 +132,11 @@ def _mk(p):
 FLASH_TMP=""  # the image flash writes when it adds a romfs partition; removed at exit
 
 cmd_flash() {
-    local bin="" romfs=1
+    local bin="" romfs=1  # 1: if the firmware has ROMFS; 2: always (--romfs); 0: never (--no-romfs)
     while [ $# -gt 0 ]; do
         case "$1" in
             --no-romfs) romfs=0 ;;
+            --romfs) romfs=2 ;;
             -*) die "flash: unknown option $1" ;;
             *) [ -z "$bin" ] || die "flash: one image only ($bin, $1)"; bin="$1" ;;
         esac
@@ -152,18 +155,24 @@ import sys
 h = open(sys.argv[1], "rb").read(16)
 sys.exit(0 if len(h) == 16 and h[0] == 0xE9 and h[12] | h[13] << 8 == 9 else 1)
 PYEOF
-    # The stock table has no romfs partition: write the image with a table that has one,
-    # built beside it in a temporary file (the downloaded .bin stays as it is).
-    local image="$bin" romfs_at=""
-    if [ "$romfs" = 1 ]; then
+    # A firmware built with ROMFS gets a table with a romfs partition (if it has none),
+    # built beside it in a temporary file (the downloaded .bin stays as it is); a firmware
+    # without ROMFS, as the micropython.org builds seem to be, is written as it is.
+    local image="$bin" romfs_at="" out rc
+    if [ "$romfs" != 0 ]; then
         FLASH_TMP="$(mktemp "${TMPDIR:-/tmp}/mimi-flash.XXXXXX")"
         trap 'rm -f "$FLASH_TMP"' EXIT
-        local out
-        out="$("$PYTHON" "$ROOT/tools/partitions.py" "$bin" --romfs-kb 512 -o "$FLASH_TMP")" \
-            || die "flash: nothing erased or written. A merged image from https://micropython.org/download/ESP32_GENERIC_S3/ has a partition table at 0x8000; --no-romfs writes an image as it is"
-        printf '%s\n' "$out"
-        romfs_at="$(printf '%s\n' "$out" | sed -n 's/^romfs: //p')"
-        image="$FLASH_TMP"
+        local only=(--if-supported)
+        [ "$romfs" = 2 ] && only=()
+        rc=0
+        out="$("$PYTHON" "$ROOT/tools/partitions.py" "$bin" --romfs-kb 512 -o "$FLASH_TMP" "${only[@]}")" || rc=$?
+        case "$rc" in
+            0) printf '%s\n' "$out" | grep -v '^Written: '
+               romfs_at="$(printf '%s\n' "$out" | sed -n 's/^romfs: //p')"
+               image="$FLASH_TMP" ;;
+            3) echo "This MicroPython has no ROMFS (no vfs.rom_ioctl in the image): written as it is, and deploy will copy the package as files (boards/MIMI_ESP32_S3_ROMFS/README.md builds one with ROMFS; --romfs adds the partition anyway)." ;;
+            *) die "flash: nothing erased or written. A merged image from https://micropython.org/download/ESP32_GENERIC_S3/ has a partition table at 0x8000; --no-romfs writes an image as it is" ;;
+        esac
     fi
     local esptool ver erase write
     find_tool esptool "${ESPTOOL:-}" esptool esptool
@@ -174,9 +183,9 @@ PYEOF
     [ -n "$PORT" ] && portargs=(--port "$PORT")
     echo "Erasing the flash (the old /data and settings go too)..."
     $esptool --chip esp32s3 "${portargs[@]}" "$erase"
-    echo "Writing $bin at 0x0$([ "$romfs" = 1 ] && echo ' (with the romfs partition)')..."
+    echo "Writing $bin at 0x0$([ -n "$romfs_at" ] && echo ' (with the romfs partition)')..."
     $esptool --chip esp32s3 "${portargs[@]}" --baud 460800 "$write" -z 0x0 "$image"
-    [ -z "$romfs_at" ] || echo "ROMFS partition \"romfs\" at $romfs_at: tools/flash.sh deploy puts the package there if this MicroPython has ROMFS on (boards/MIMI_ESP32_S3_ROMFS/README.md)."
+    [ -z "$romfs_at" ] || echo "ROMFS partition \"romfs\" at $romfs_at: tools/flash.sh deploy puts the package there."
     echo "Done. Next (README steps 4-7): tools/flash.sh deploy, seed, config wifi_ssid=... wifi_pass=... tg_token=... provider=... api_key=..., then reset"
 }
 

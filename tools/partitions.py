@@ -1,13 +1,15 @@
 """Read and rewrite the ESP-IDF partition table of a MicroPython image, adding a ROMFS partition.
 
-    python3 tools/partitions.py FIRMWARE.bin [--romfs-kb 512] [-o OUT.bin]
+    python3 tools/partitions.py FIRMWARE.bin [--romfs-kb 512] [-o OUT.bin] [--if-supported]
     python3 tools/partitions.py --show FIRMWARE.bin
 
 The first prints the image's table and the new one, then writes the image with the new
 table to OUT.bin (default: FIRMWARE-romfs.bin beside the input), and ends with the line
 ``romfs: offset 0x..., size 0x... (N KiB)`` (``flash.sh flash`` reads it). The second
-prints the table only. Exit status 2, with the reason on stderr, when the image has no
-valid table or no room for the partition.
+prints the table only, and whether the firmware has ROMFS (``supports_romfs``). Exit
+status 2, with the reason on stderr, when the image has no valid table or no room for
+the partition; with ``--if-supported``, status 3 and nothing written when the firmware
+has no ROMFS (the partition would be flash taken from the file system for nothing).
 
 Why: MicroPython (1.25+) mounts a ``data`` partition labelled ``romfs`` at /rom at boot
 and runs the .mpy files there in place (``vfs.VfsRom``); the stock ESP32_GENERIC_S3
@@ -162,6 +164,17 @@ def patch_image(image_bytes, size=ROMFS_BYTES):
     return bytes(image_bytes[:TABLE_OFFSET]) + pack(new) + bytes(image_bytes[TABLE_OFFSET + TABLE_BYTES:])
 
 
+def supports_romfs(image_bytes):
+    """True when the firmware in ``image_bytes`` was built with ROMFS (``vfs.rom_ioctl``).
+
+    MicroPython keeps its interned names as plain strings in the image, and ``rom_ioctl``
+    is one only in a build with ``MICROPY_VFS_ROM_IOCTL``, which is what mounts the
+    partition at boot and what ``mpremote romfs deploy`` writes through. The
+    micropython.org ESP32_GENERIC_S3 builds seem to lack it (boards/MIMI_ESP32_S3_ROMFS).
+    """
+    return b"rom_ioctl\x00" in image_bytes
+
+
 def romfs_entry(entries):
     """The data partition labelled ``romfs`` in ``entries``, or None."""
     for e in entries:
@@ -187,14 +200,21 @@ def main(argv=None):
     ap.add_argument("--show", action="store_true", help="print the table and stop")
     ap.add_argument("--romfs-kb", type=int, default=ROMFS_BYTES // 1024, help="ROMFS size in KiB (default 512)")
     ap.add_argument("-o", "--output", help="where to write the new image (default IMAGE-romfs.bin)")
+    ap.add_argument("--if-supported", action="store_true",
+                    help="only if the firmware has ROMFS (vfs.rom_ioctl); else write nothing, exit status 3")
     args = ap.parse_args(argv)
     try:
         with open(args.image, "rb") as f:
             image = f.read()
         old = table_of(image)
+        support = supports_romfs(image)
         if args.show:
             print(describe(old))
+            print("ROMFS in this firmware: %s" % ("yes" if support else "no (no vfs.rom_ioctl)"))
             return 0
+        if args.if_supported and not support:
+            print("romfs: this firmware has no ROMFS (no vfs.rom_ioctl); nothing written")
+            return 3
         patched = patch_image(image, args.romfs_kb * 1024)
         new = table_of(patched)
         out = args.output or os.path.splitext(args.image)[0] + "-romfs.bin"

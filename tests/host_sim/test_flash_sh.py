@@ -183,7 +183,8 @@ def test_flash_erases_then_writes_the_image_with_a_romfs_partition_at_offset_zer
     assert new == partitions.with_romfs(esp_image.STOCK_8MIB)
     assert (new[3].label, new[3].offset, new[3].size) == ("romfs", 0x200000, 0x80000)
     assert ('ROMFS partition "romfs" at offset 0x200000, size 0x80000 (512 KiB): tools/flash.sh deploy puts '
-            "the package there if this MicroPython has ROMFS on") in p.stdout
+            "the package there.") in p.stdout
+    assert "Written: " not in p.stdout  # the temporary file's name is no news to the user
     assert image.read_bytes() == src  # the download is left as it was
 
 
@@ -204,6 +205,21 @@ def test_flash_no_romfs_writes_the_image_unchanged(tmp_path):
     assert _written_path(log) == str(image)
     assert (tmp_path / "esptool.written").read_bytes() == image.read_bytes()
     assert "ROMFS partition" not in p.stdout and "with the romfs partition" not in p.stdout, p.stdout
+
+
+def test_flash_writes_a_firmware_without_romfs_as_it_is_unless_asked(tmp_path):
+    # A build without ROMFS (no vfs.rom_ioctl) would never mount the partition: the file
+    # system keeps its flash, and the user is told where the package will go instead.
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "fw.bin"
+    image.write_bytes(esp_image.merged_image(romfs=False))
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
+    assert (tmp_path / "esptool.written").read_bytes() == image.read_bytes()
+    assert "has no ROMFS" in p.stdout and "copy the package as files" in p.stdout, p.stdout
+    assert "ROMFS partition" not in p.stdout, p.stdout
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", "--romfs", str(image), env=_env(ESPTOOL=esptool))
+    new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
+    assert new == partitions.with_romfs(esp_image.STOCK_8MIB), p.stdout
 
 
 def test_flash_refuses_an_image_without_a_partition_table_before_erasing(tmp_path):

@@ -154,3 +154,18 @@ def test_the_romfs_board_definition_has_the_table_flash_makes_from_the_stock_one
             int(r[4], 16)) for r in rows]
     want = [(e.label, e.type, e.subtype, e.offset, e.size) for e in partitions.with_romfs(STOCK_8MIB_3M_APP)]
     assert got == want
+
+
+def test_romfs_support_is_read_from_the_firmware_s_interned_names(tmp_path):
+    with_it, without = merged_image(), merged_image(romfs=False)
+    assert P.supports_romfs(with_it) and not P.supports_romfs(without)
+    src = tmp_path / "fw.bin"
+    src.write_bytes(without)
+    out = tmp_path / "out.bin"
+    p = subprocess.run(CLI + [str(src), "--if-supported", "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 3 and "no ROMFS" in p.stdout and not out.exists(), p.stdout + p.stderr
+    p = subprocess.run(CLI + ["--show", str(src)], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0 and "ROMFS in this firmware: no" in p.stdout, p.stdout
+    src.write_bytes(with_it)
+    p = subprocess.run(CLI + [str(src), "--if-supported", "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0 and P.romfs_entry(P.table_of(out.read_bytes())) is not None, p.stdout + p.stderr
