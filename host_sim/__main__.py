@@ -34,8 +34,9 @@ def main(argv=None):
     v.add_argument("--boot", action=argparse.BooleanOptionalAction, default=True,
                    help="run /boot.py and /main.py at each power-on, as a board does (default); --no-boot: only the REPL")
     v.add_argument("--romfs-kb", type=int, default=512,
-                   help="its ROMFS partition in KiB, as tools/flash.sh flash makes it (default 512; 0: none, as the "
-                        "stock partition table)")
+                   help="its ROMFS partition in KiB, as tools/flash.sh flash makes it on a MicroPython with ROMFS "
+                        "(default 512; held in the process's heap, which gets that much more than --heap); 0: a "
+                        "MicroPython without ROMFS, as the micropython.org builds (no vfs.rom_ioctl)")
     t = sub.add_parser("console", help="a terminal on a REPL served on TCP (the vboard); Ctrl-] quits")
     t.add_argument("--port", default=os.environ.get("MIMI_PORT") or "socket://127.0.0.1:7777",
                    help="socket://HOST:PORT (default $MIMI_PORT, else socket://127.0.0.1:7777)")

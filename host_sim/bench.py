@@ -106,9 +106,7 @@ def use_romfs(folder):
 def heap_arg(heap):
     """``-X heapsize`` for a board of ``heap`` ("256K"): with ROMFS, plus the image's KB
     (the image sits in the heap here, in flash on a board)."""
-    if not ROMFS:
-        return heap
-    return "%dK" % (int(heap[:-1]) * (1024 if heap[-1] in "Mm" else 1) + ROMFS["kb"])
+    return hostenv.heap_plus(heap, ROMFS["kb"] * 1024) if ROMFS else heap
 
 
 def run_board(url, heap, mode, turns, peak_turns=10, root=None, timeout_s=900):

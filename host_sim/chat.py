@@ -171,7 +171,7 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
         print("mimi host simulator: %s" % e, file=sys.stderr)
         return 2
     chat.say("mimi host simulator, offline: a local fake Telegram and a stand-in that is NOT a real model.")
-    chat.say("Flash folder: %s (%s)" % (chat.flash, "kept" if chat.keep else "deleted on exit; --flash DIR keeps one"))
+    chat.say("Flash folder: %s (%s)" % (chat.flash, "kept" if chat.keep else "deleted on exit; python3 -m host_sim chat --flash DIR keeps one"))
     chat.say("Type a message and press Enter; Ctrl-C or Ctrl-D quits. Try: \"remember that my cat is called "
              "Miso\", \"what time is it?\", \"what do you remember?\", /status")
     interactive = stdin.isatty()

@@ -95,3 +95,14 @@ def micropython_path():
     ``.frozen`` stays so the port's frozen modules still import.
     """
     return os.pathsep.join((STUBS, FIRMWARE, ".frozen"))
+
+
+def heap_plus(heap, nbytes):
+    """``-X heapsize`` ``heap`` ("256K", "2M", or bytes) plus ``nbytes``, as "<n>K".
+
+    For what sits in the unix port's heap but in flash on a board (a ROMFS image or
+    partition), so that the rest of the heap is what the board would have.
+    """
+    units = {"K": 1024, "k": 1024, "M": 1024 * 1024, "m": 1024 * 1024}
+    total = int(heap[:-1]) * units[heap[-1]] if heap[-1] in units else int(heap)
+    return "%dK" % ((total + nbytes + 1023) // 1024)

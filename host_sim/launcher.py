@@ -408,8 +408,7 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
             # mounts it first; it sits in the heap here (flash on a board), so the heap
             # gets its size more, and firmware/ leaves the path (boot.py, main.py stay files).
             env["MICROPYPATH"] = os.pathsep.join((hostenv.STUBS, ".frozen"))
-            kb = (os.path.getsize(image) + 1023) // 1024 + 1
-            heap = "%dK" % (int(heap[:-1]) * (1024 if heap[-1] in "Mm" else 1) + kb)
+            heap = hostenv.heap_plus(heap, os.path.getsize(image) + 1024)
         cmd = [exe, "-X", "heapsize=" + heap, board, hostenv.FIRMWARE]
     else:
         cmd = [sys.executable, "-m", "host_sim.cpython_board"]

@@ -93,7 +93,10 @@ class VBoard:
         env.update(MICROPYPATH=hostenv.STUBS, MIMI_FLASH="/", MIMI_VBOARD_DIR=self.flash_dir,
                    MIMI_VBOARD_BOOT=(boot or "all") if self.boot else "none",
                    MIMI_VBOARD_ROMFS_BYTES=str(self.romfs_bytes))
-        proc = subprocess.Popen([exe, "-X", "heapsize=" + self.heap, "-i", PRELUDE], stdin=slave, stdout=slave,
+        # Its ROMFS partition is a bytearray in its heap (flash on a board): the heap gets
+        # that much more, so what the firmware has is still ``heap``.
+        heap = hostenv.heap_plus(self.heap, self.romfs_bytes + 1024) if self.romfs_bytes else self.heap
+        proc = subprocess.Popen([exe, "-X", "heapsize=" + heap, "-i", PRELUDE], stdin=slave, stdout=slave,
                                 stderr=slave, env=env, cwd=self.flash_dir, start_new_session=True)
         os.close(slave)
         with self._lock:

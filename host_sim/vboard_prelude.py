@@ -101,18 +101,24 @@ class _Flash:
 class _RomPartition:
     """The board's ROMFS partition: ``romfs.bin`` in DIR, ``MIMI_VBOARD_ROMFS_BYTES`` long.
 
-    A board flashed by ``tools/flash.sh flash`` has a ``romfs`` partition, which the ESP32
-    port memory-maps, mounts at /rom and writes through ``vfs.rom_ioctl`` (what
-    ``mpremote romfs deploy`` calls). This unix port has ``vfs.VfsRom`` but no
-    ``rom_ioctl``, so here is one, after the ioctl numbers of MicroPython's docs
-    (vfs.rom_ioctl): 1 count, 2 the memory, 3 prepare (erase), 4 write, 5 done, 6 the
-    smallest prepare. The memory is a bytearray in this board's heap; a board maps flash.
+    A board with a MicroPython built with ROMFS, flashed by ``tools/flash.sh flash``, has
+    a ``romfs`` partition, which the ESP32 port memory-maps, mounts at /rom and writes
+    through ``vfs.rom_ioctl`` (what ``mpremote romfs deploy`` calls). This unix port has
+    ``vfs.VfsRom`` but no ``rom_ioctl``, so here is one, after the ioctl numbers of
+    MicroPython's docs (vfs.rom_ioctl): 1 count, 2 the memory, 3 prepare (erase), 4
+    write, 5 done, 6 the smallest prepare. The memory is a bytearray in this board's heap
+    (a board maps flash), allocated first; host_sim/vboard.py adds its size to the heap.
+    Without MIMI_VBOARD_ROMFS_BYTES the board is a MicroPython without ROMFS support.
     """
 
     BLOCK = 4096
 
     def __init__(self, size):
-        self.mem = bytearray(b"\xff" * size)
+        self.mem = bytearray(size)  # erased flash reads FF; filled in blocks, no second copy
+        mv, ff = memoryview(self.mem), b"\xff" * self.BLOCK
+        for i in range(0, size, self.BLOCK):
+            n = min(self.BLOCK, size - i)
+            mv[i:i + n] = ff[:n]
         try:
             with open("romfs.bin", "rb") as f:  # DIR: the process's own folder
                 f.readinto(self.mem)

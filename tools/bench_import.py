@@ -48,4 +48,7 @@ def main(heap="256K"):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] and sys.argv[1].startswith("-"):
+        print(__doc__)
+        raise SystemExit(0 if sys.argv[1] in ("-h", "--help") else 2)
     raise SystemExit(main(*sys.argv[1:2]))

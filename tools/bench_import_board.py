@@ -58,7 +58,7 @@ def main():
     print("modules: %d" % len(names))
     if image:
         print("heap after import: %d B (%.1f KB), of which mimi: %d B; gc.mem_alloc() %d B less the image's %d B"
-              " (flash on a board); free: %d B" % (total, total / 1024, total - start + held, total + held, held,
+              " of heap (flash on a board); free: %d B" % (total, total / 1024, total - start + held, total + held, held,
                                                    gc.mem_free()))
     else:
         print("heap after import from .py files: %d B (%.1f KB), of which mimi: %d B; free: %d B"

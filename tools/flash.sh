@@ -216,7 +216,8 @@ cmd_deploy() {
     # 1: yes; 0: a firmware with ROMFS but no partition; 2: a firmware without ROMFS.
     local romfs found
     romfs="$(mp exec 'import vfs
-print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl") else 2)' | sed -n 's/^@@romfs \([012]\).*/\1/p')"
+print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl") else 2)' | sed -n 's/^@@romfs \([012]\).*/\1/p')" \
+        || die "deploy: cannot reach the board on ${PORT:-the first USB serial device} (mpremote's reason above); nothing was changed"
     RESET_DONE=1
     [ -n "$romfs" ] || die "deploy: no answer from the board on ${PORT:-the first USB serial device}"
     found="$romfs"
@@ -244,7 +245,8 @@ print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl")
         # The image replaces the old one whole; a /lib/mimi left by a files deploy goes,
         # so that nothing shadows the image.
         # mpremote's own lines that matter (size, partition, result; not one per file or block).
-        mp romfs --no-mpy deploy "$stage/pkg" | tr '\r' '\n' | grep -E '^(Image size|ROMFS|Invalid)' || { rm -rf "$stage"; exit 1; }
+        mp romfs --no-mpy deploy "$stage/pkg" | tr '\r' '\n' | grep -E '^(Image size|ROMFS|Invalid)' \
+            || { rm -rf "$stage"; die "deploy: the image was not written (mpremote's reason above); the board keeps what it had. tools/flash.sh deploy --files copies the package as files instead"; }
         mp exec "${PY_RMTREE}_rm('/lib/mimi')
 ${PY_ROMFS_MOUNT}" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
@@ -258,6 +260,7 @@ ${PY_ROMFS_MOUNT}" \
         esac
         # An image deployed before would still be importable: an empty one replaces it.
         if [ "$found" = 1 ]; then
+            echo "(The ROMFS image deployed before is replaced by an empty one, so that only /lib/mimi is imported.)"
             mp romfs --no-mpy deploy "$stage/empty" >/dev/null || { rm -rf "$stage"; exit 1; }
         fi
         mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
@@ -360,7 +363,7 @@ case "$command" in
     deploy) cmd_deploy "$@" ;;
     seed) cmd_seed "$@" ;;
     config) cmd_config "$@" ;;
-    reset) need_mpremote; mp reset ;;
+    reset) need_mpremote; mp reset; echo "Reset: the assistant starts (tools/flash.sh repl shows its log)." ;;
     repl) cmd_repl "$@" ;;
     *) die "unknown command $command (flash, deploy, seed, config, reset, repl)" ;;
 esac
