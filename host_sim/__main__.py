@@ -14,6 +14,14 @@ import sys
 from host_sim import hostenv, launcher
 
 
+def _romfs_kb(text):
+    """--romfs-kb: 0, or whole 4 KiB flash sectors."""
+    n = int(text)
+    if n < 0 or n % 4:
+        raise argparse.ArgumentTypeError("%r: 0 (no ROMFS) or a multiple of 4 KiB" % text)
+    return n
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m host_sim", description="mimi's host simulator")
     sub = ap.add_subparsers(dest="cmd")
@@ -33,7 +41,7 @@ def main(argv=None):
                    help="MicroPython heap size (default %s, a board with 2 MB PSRAM)" % launcher.HEAP_DEFAULT)
     v.add_argument("--boot", action=argparse.BooleanOptionalAction, default=True,
                    help="run /boot.py and /main.py at each power-on, as a board does (default); --no-boot: only the REPL")
-    v.add_argument("--romfs-kb", type=int, default=512,
+    v.add_argument("--romfs-kb", type=_romfs_kb, default=512,
                    help="its ROMFS partition in KiB, as tools/flash.sh flash makes it on a MicroPython with ROMFS "
                         "(default 512; held in the process's heap, which gets that much more than --heap); 0: a "
                         "MicroPython without ROMFS, as the micropython.org builds (no vfs.rom_ioctl)")

@@ -85,8 +85,12 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default="mimi.romfs", help="image file to write (default: mimi.romfs)")
     a = ap.parse_args(argv)
     img = build()
-    with open(a.output, "wb") as f:
-        f.write(img)
+    try:
+        with open(a.output, "wb") as f:
+            f.write(img)
+    except OSError as e:
+        print("python -m host_sim.romfs: cannot write %s: %s" % (a.output, e.strerror or e), file=sys.stderr)
+        return 2
     print("%s: %d bytes (%d files)" % (a.output, len(img), len(package_files())))
     return 0
 

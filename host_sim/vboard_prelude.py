@@ -125,9 +125,16 @@ class _RomPartition:
         except OSError:
             pass
 
-    def _save(self):
-        with open("romfs.bin", "wb") as f:
-            f.write(self.mem)
+    def _save(self, offset, n):
+        # Each write lands in romfs.bin at once, as on flash: a deploy cut off half way
+        # leaves half an image, as it would on a board.
+        try:
+            f = open("romfs.bin", "r+b")
+        except OSError:
+            f = open("romfs.bin", "wb")
+        with f:
+            f.seek(offset)
+            f.write(memoryview(self.mem)[offset:offset + n])
 
     def ioctl(self, op, *args):
         if op == 1:
@@ -141,15 +148,16 @@ class _RomPartition:
             if offset < 0 or offset + n > len(self.mem):
                 return -22
             self.mem[offset:offset + n] = b"\xff" * n
+            self._save(offset, n)
             return self.BLOCK
         if op == 4:  # (id, offset, buf)
             offset, buf = args[1], args[2]
             if offset < 0 or offset + len(buf) > len(self.mem):
                 return -22
             self.mem[offset:offset + len(buf)] = buf
+            self._save(offset, len(buf))
             return 0
         if op == 5:
-            self._save()
             return 0
         if op == 6:
             return self.BLOCK
@@ -159,7 +167,11 @@ class _RomPartition:
 def _with_rom_ioctl(size):
     # The built-in vfs module takes no new attribute: the board's "vfs" is a copy of it
     # with rom_ioctl, put where import finds it first.
-    part = _RomPartition(size)
+    try:
+        part = _RomPartition(size)
+    except MemoryError:
+        print("romfs: no room for a %d-byte partition in this heap: none emulated" % size)
+        return False
 
     class _Vfs:
         pass

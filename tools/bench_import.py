@@ -10,9 +10,10 @@ issue 2):
    image (``host_sim/romfs.py``: .mpy files, built with mpremote's writer) mounted at
    ``/rom`` with ``vfs.VfsRom``. On a board the image is memory-mapped flash and the
    bytecode and strings run from there ("Working with ROMFS", MicroPython docs). The
-   unix port has no flash to map, so the image is read into the GC heap first: the line
-   ``heap after import:`` is ``gc.mem_alloc()`` less the image's own blocks, measured
-   before the import. This figure is the budgeted one.
+   unix port has no flash to map, so the image is read into the GC heap first (which is
+   given that much more than HEAP): the line ``heap after import:`` is ``gc.mem_alloc()``
+   less the image's own blocks, measured before the import. This figure is the budgeted
+   one.
 2. Plain ``.py`` files (the host simulator's way, and a board without a ROMFS
    partition): the line ``heap after import from .py files:``.
 """
@@ -35,11 +36,14 @@ def main(heap="256K"):
         image = os.path.join(d, "mimi.romfs")
         with open(image, "wb") as f:
             f.write(romfs.build())
-        print("== ROMFS image (%d B) mounted at /rom, micropython -X heapsize=%s" % (os.path.getsize(image), heap),
-              flush=True)
+        size = os.path.getsize(image)
+        # The image sits in the heap here (flash on a board): the heap gets its size more,
+        # so that what the package finds is HEAP, as on a board.
+        print("== ROMFS image (%d B) mounted at /rom, micropython -X heapsize=%s (%s, plus the image's room)"
+              % (size, hostenv.heap_plus(heap, size + 1024), heap), flush=True)
         # No firmware/ on the path: every mimi module must come from the image.
         env = dict(base, MICROPYPATH=os.pathsep.join((hostenv.STUBS, ".frozen")), MIMI_ROMFS_IMAGE=image)
-        rc = subprocess.call([exe, "-X", "heapsize=" + heap, BOARD], env=env, cwd=d)
+        rc = subprocess.call([exe, "-X", "heapsize=" + hostenv.heap_plus(heap, size + 1024), BOARD], env=env, cwd=d)
     if rc == 0:
         print("== .py files from firmware/, micropython -X heapsize=%s" % heap, flush=True)
         env = dict(base, MICROPYPATH=hostenv.micropython_path())

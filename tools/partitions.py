@@ -117,7 +117,7 @@ def with_romfs(entries, size=ROMFS_BYTES):
     """
     entries = [Entry(*e) for e in entries]
     if size <= 0 or size % SECTOR_BYTES:
-        raise ValueError("ROMFS size 0x%X: must be a positive multiple of 4 KiB" % size)
+        raise ValueError("ROMFS size %d bytes: must be a positive multiple of 4 KiB" % size)
     for e in entries:
         if e.label == "romfs":
             if e.type != TYPE_DATA:
@@ -194,7 +194,7 @@ def describe(entries):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="partitions.py", description="Add a ROMFS partition to a MicroPython "
+    ap = argparse.ArgumentParser(prog="partitions.py", allow_abbrev=False, description="Add a ROMFS partition to a MicroPython "
                                  "image's partition table (see the module docstring).")
     ap.add_argument("image", help="a merged MicroPython image (ESP32_GENERIC_S3-....bin)")
     ap.add_argument("--show", action="store_true", help="print the table and stop")

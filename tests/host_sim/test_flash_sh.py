@@ -134,10 +134,10 @@ def test_the_romfs_image_boots_and_answers_a_telegram_message(vboard):
     assert "'tools.jsonl'" in got and ".py'" not in got, got
 
 
-def test_a_board_without_a_romfs_partition_gets_files(vboard_stock):
+def test_a_micropython_without_romfs_gets_files(vboard_stock):
     board = vboard_stock.flash
     p = flash_sh("--port", vboard_stock.port, "deploy")
-    assert "no ROMFS support" in p.stdout, p.stdout
+    assert "has no ROMFS" in p.stdout, p.stdout
     assert "mimi/app.py" in _files(board / "lib") and not (board / "romfs.bin").exists()
     flash_sh("--port", vboard_stock.port, "deploy", "--mpy")
     files = _files(board / "lib")
@@ -220,6 +220,16 @@ def test_flash_writes_a_firmware_without_romfs_as_it_is_unless_asked(tmp_path):
     p = flash_sh("--port", "/dev/ttyACM0", "flash", "--romfs", str(image), env=_env(ESPTOOL=esptool))
     new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
     assert new == partitions.with_romfs(esp_image.STOCK_8MIB), p.stdout
+
+
+def test_flash_refuses_a_merged_image_cut_short_before_erasing(tmp_path):
+    # A download cut after the table: erasing would leave the chip without MicroPython.
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "fw.bin"
+    image.write_bytes(esp_image.merged_image()[:0x8C00])
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", "--no-romfs", str(image), env=_env(ESPTOOL=esptool), check=False)
+    assert p.returncode == 2 and "cut short" in p.stderr and "nothing erased" in p.stderr, p.stdout + p.stderr
+    assert not log.exists() and "Erasing" not in p.stdout
 
 
 def test_flash_refuses_an_image_without_a_partition_table_before_erasing(tmp_path):
