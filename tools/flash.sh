@@ -26,7 +26,7 @@
 # filesystem (vfs), which MicroPython (1.25+) mounts at /rom, running .mpy files there in
 # place (half the heap). A firmware without ROMFS (the micropython.org builds seem to be)
 # is written as it is; --romfs adds the partition anyway, --no-romfs never. An image
-# without a table at 0x8000 (app-only) is refused before anything is erased.
+# without a table at 0x8000 (app-only), or cut short, is refused before anything is erased.
 #
 # repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
 # fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
@@ -87,9 +87,9 @@ mp() {  # mp ARGS...: mpremote on the chosen port; after the first call, without
     local resume=()
     [ "$RESET_DONE" = 1 ] && resume=(resume)
     if [ -n "$PORT" ]; then
-        $MP connect "$PORT" "${resume[@]}" "$@"
+        $MP connect "$PORT" ${resume[@]+"${resume[@]}"} "$@"
     else
-        $MP "${resume[@]}" "$@"
+        $MP ${resume[@]+"${resume[@]}"} "$@"
     fi
 }
 
@@ -156,13 +156,20 @@ cmd_flash() {
 import sys
 b = open(sys.argv[1], "rb").read(0x10010)
 ok = len(b) >= 16 and b[0] == 0xE9 and b[12] | b[13] << 8 == 9
-# A merged image (its table at 0x8000) carries the app at 0x10000: a download cut short
-# would erase the chip and leave it without MicroPython.
-if ok and b[0x8000:0x8002] == b"\xaa\x50" and (len(b) < 0x10010 or b[0x10000] != 0xE9):
+if not ok:
+    sys.exit(1)
+# Written at 0x0, the image must be a merged one: the bootloader, the partition table at
+# 0x8000, the app at 0x10000. An app alone (a build's micropython.bin) would overwrite the
+# bootloader; a download cut short would leave the chip without MicroPython.
+if b[0x8000:0x8002] != b"\xaa\x50":
+    print("flash.sh: flash: %s has no partition table at 0x8000: not a merged image (an app alone "
+          "belongs at 0x10000); nothing erased" % sys.argv[1], file=sys.stderr)
+    sys.exit(2)
+if len(b) < 0x10010 or b[0x10000] != 0xE9:
     print("flash.sh: flash: %s is cut short: no MicroPython app at 0x10000 (download it again); nothing "
           "erased" % sys.argv[1], file=sys.stderr)
     sys.exit(2)
-sys.exit(0 if ok else 1)
+sys.exit(0)
 PYEOF
     case "$rc" in
         0) ;;
@@ -179,7 +186,7 @@ PYEOF
         local only=(--if-supported)
         [ "$romfs" = 2 ] && only=()
         rc=0
-        out="$("$PYTHON" "$ROOT/tools/partitions.py" "$bin" --romfs-kb 512 -o "$FLASH_TMP" "${only[@]}")" || rc=$?
+        out="$("$PYTHON" "$ROOT/tools/partitions.py" "$bin" --romfs-kb 512 -o "$FLASH_TMP" ${only[@]+"${only[@]}"})" || rc=$?
         case "$rc" in
             0) printf '%s\n' "$out" | grep -v '^Written: '
                romfs_at="$(printf '%s\n' "$out" | sed -n 's/^romfs: //p')"
@@ -196,10 +203,16 @@ PYEOF
     local portargs=()
     [ -n "$PORT" ] && portargs=(--port "$PORT")
     echo "Erasing the flash (the old /data and settings go too)..."
-    $esptool --chip esp32s3 "${portargs[@]}" "$erase"
+    $esptool --chip esp32s3 ${portargs[@]+"${portargs[@]}"} "$erase"
     echo "Writing $bin at 0x0$([ -n "$romfs_at" ] && echo ' (with the romfs partition)')..."
-    $esptool --chip esp32s3 "${portargs[@]}" --baud 460800 "$write" -z 0x0 "$image"
-    [ -z "$romfs_at" ] || echo "ROMFS partition \"romfs\" at $romfs_at: tools/flash.sh deploy puts the package there."
+    $esptool --chip esp32s3 ${portargs[@]+"${portargs[@]}"} --baud 460800 "$write" -z 0x0 "$image"
+    if [ -n "$romfs_at" ]; then
+        if grep -q "ROMFS in this firmware: yes" <<<"$("$PYTHON" "$ROOT/tools/partitions.py" --show "$bin")"; then
+            echo "ROMFS partition \"romfs\" at $romfs_at: tools/flash.sh deploy puts the package there."
+        else
+            echo "ROMFS partition \"romfs\" at $romfs_at, but this MicroPython has no ROMFS: deploy will copy files."
+        fi
+    fi
     echo "Done. Next (README steps 4-7): tools/flash.sh deploy, seed, config wifi_ssid=... wifi_pass=... tg_token=... provider=... api_key=..., then reset"
 }
 
@@ -253,7 +266,7 @@ print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl")
         echo "Deploying boot.py, main.py and $n files of mimi as a ROMFS image (.mpy, run from flash)..."
         # mpremote's own lines that matter (size, partition, result; not one per file or block).
         mp romfs --no-mpy deploy "$stage/pkg" | tr '\r' '\n' | grep -E '^(Image size|ROMFS|Invalid)' \
-            || die "deploy: the image was not written (mpremote's reason above). tools/flash.sh deploy --files copies the package as files instead; tools/flash.sh reset starts the assistant again"
+            || die "deploy: the image was not written, or only in part (mpremote's reason above): run deploy again, or deploy --files to copy the package as files (which also blanks the image); tools/flash.sh reset starts the assistant"
         RESET_DONE=1
         # The image replaces the old one whole; a /lib/mimi left by a files deploy goes,
         # so that nothing shadows the image.
@@ -271,7 +284,11 @@ print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl")
         if [ "$found" = 1 ]; then
             # An image deployed before would still be importable: an empty one replaces it.
             echo "(The ROMFS image deployed before is replaced by an empty one, so that only /lib/mimi is imported.)"
-            mp romfs --no-mpy deploy "$stage/empty" >/dev/null
+            local out
+            out="$(mp romfs --no-mpy deploy "$stage/empty" 2>&1)" || {
+                printf '%s\n' "$out" | tr '\r' '\n' | grep -v '^Preparing\|^Writing\|^$' >&2
+                die "deploy: the old ROMFS image could not be blanked (mpremote's reason above); nothing else was changed"
+            }
             RESET_DONE=1
             reset=(+ soft-reset)
         fi
@@ -280,7 +297,7 @@ _mk('/lib')" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py \
             + fs cp -r "$stage/pkg/mimi" :/lib/ \
-            "${reset[@]}" + exec "$PY_SETTLE"
+            ${reset[@]+"${reset[@]}"} + exec "$PY_SETTLE"
     fi
     echo "Deployed. tools/flash.sh reset starts it."
 }
@@ -330,7 +347,7 @@ _ls("/data", "")' | sed -n 's/^@@//p' | tr -d '\r')"
         echo "Seed: nothing to copy ($kept files already on /data; --force overwrites them)."
         return
     fi
-    mp exec "${PY_MKDIRS}${dirs}" "${args[@]}" + exec "$PY_SETTLE"
+    mp exec "${PY_MKDIRS}${dirs}" ${args[@]+"${args[@]}"} + exec "$PY_SETTLE"
     echo "Seed: copied $copied files to /data, kept $kept existing ones."
 }
 

@@ -84,7 +84,7 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
     got = _board_exec(vboard.port, "import os, sys\nfrom mimi import app, config\n"
                       "print(app.state['started_ms'] is not None, app.__file__, config.get('wifi_ssid'), sys.path,"
                       " os.listdir('/rom'))")
-    assert got == "True /lib/mimi/app.py Sim Net ['', '.frozen', '/lib', '/rom', '/rom/lib'] []", got
+    assert got == "True /lib/mimi/app.py Sim Net ['', '.frozen', '/rom', '/rom/lib', '/lib'] []", got
 
 
 def _board_exec(port, code):
@@ -220,6 +220,7 @@ def test_flash_writes_a_firmware_without_romfs_as_it_is_unless_asked(tmp_path):
     p = flash_sh("--port", "/dev/ttyACM0", "flash", "--romfs", str(image), env=_env(ESPTOOL=esptool))
     new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
     assert new == partitions.with_romfs(esp_image.STOCK_8MIB), p.stdout
+    assert "this MicroPython has no ROMFS: deploy will copy files" in p.stdout, p.stdout
 
 
 def test_flash_refuses_a_merged_image_cut_short_before_erasing(tmp_path):
@@ -236,10 +237,12 @@ def test_flash_refuses_an_image_without_a_partition_table_before_erasing(tmp_pat
     esptool, log = _recorder(tmp_path, "esptool")
     image = tmp_path / "micropython.bin"  # the app alone, as a build's micropython.bin (written at 0x10000)
     image.write_bytes(esp_image.merged_image()[0x10000:] * 4)
-    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool), check=False)
-    assert p.returncode == 2, p.stdout + p.stderr
-    assert "no valid partition table at 0x8000" in p.stderr and "nothing erased" in p.stderr, p.stderr
-    assert not log.exists() and "Erasing" not in p.stdout
+    # Written at 0x0 it would overwrite the bootloader: refused whatever the options.
+    for opts in ((), ("--no-romfs",), ("--romfs",)):
+        p = flash_sh("--port", "/dev/ttyACM0", "flash", *opts, str(image), env=_env(ESPTOOL=esptool), check=False)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert "no partition table at 0x8000" in p.stderr and "nothing erased" in p.stderr, p.stderr
+        assert not log.exists() and "Erasing" not in p.stdout
 
 
 @pytest.mark.parametrize("head,port,msg", [(b"\xe9" + b"\0" * 15, "/dev/ttyACM0", "not a MicroPython image for the ESP32-S3"),

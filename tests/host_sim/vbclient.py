@@ -66,7 +66,7 @@ def vboard(tmp_path):
 
 @pytest.fixture
 def vboard_stock(tmp_path):
-    """A virtual board without a ROMFS partition (the stock partition table)."""
+    """A virtual board whose MicroPython has no ROMFS (no vfs.rom_ioctl), as the micropython.org builds."""
     flash = tmp_path / "board"
     flash.mkdir()
     b = VBoard(flash, "--romfs-kb", "0")
