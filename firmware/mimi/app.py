@@ -269,8 +269,10 @@ def start():
         try:
             seam.wdt_start(config.APP_WDT_TIMEOUT_MS)
             state["wdt"] = True
+            boot.wdt_armed()  # it outlives a soft reset: the next boot keeps feeding it
         except Exception as e:  # noqa: BLE001 - a port without a watchdog still runs
             log.warn("app", "no wdt: %s", e)
+    boot.state["feeding"] = False  # boot's feeder, if any: the app's threads feed it now
     log.info("app", "started")
     return True
 

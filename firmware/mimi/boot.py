@@ -33,27 +33,32 @@ _BOOT_NTP_RESYNC_MS = const(86400000)  # daily: the RTC drifts seconds per day
 _BOOT_CRASH_LIMIT = const(3)  # boots in a row that never got healthy -> safe mode
 
 
-state = {"safe": False, "reason": "", "crashes": 0, "net": None}  # net: boot's NetKeeper, kept by the app
+state = {"safe": False, "reason": "", "crashes": 0, "net": None, "armed": False, "feeding": False}
+# net: boot's NetKeeper, kept by the app; armed: a soft reset left the watchdog running;
+# feeding: keep_fed's thread feeds it until the app does
 
 
 # -- crash counting and safe mode --------------------------------------------------------
 
 
 def _load():
-    """(crashes in a row, app running) from RTC memory: ``b"mimi:<n>:<0|1>"``."""
+    """(crashes in a row, app running, watchdog armed) from RTC memory:
+    ``b"mimi:<n>:<0|1>:<0|1>"`` (older records lack the last fields: 0)."""
     try:
         m = bytes(seam.rtc_memory() or b"")
         if m[:5] == b"mimi:":
-            n, _, r = m[5:].partition(b":")
-            return int(n), r == b"1"
+            f = m[5:].split(b":")
+            return int(f[0]), f[1:2] == [b"1"], f[2:3] == [b"1"]
     except Exception:  # noqa: BLE001 - garbage (or no RTC memory): no count
         pass
-    return 0, False
+    return 0, False, False
 
 
-def _store(n, running):
+def _store(n, running, armed=None):
     try:
-        seam.rtc_memory(b"mimi:%d:%d" % (n, 1 if running else 0))
+        if armed is None:
+            armed = _load()[2]
+        seam.rtc_memory(b"mimi:%d:%d:%d" % (n, 1 if running else 0, 1 if armed else 0))
     except Exception:  # noqa: BLE001 - no RTC memory: no count (never safe mode by crashes)
         pass
 
@@ -66,16 +71,42 @@ def crashes():
 def app_running(on):
     """Mark the app running (``/main.py``, ``app.start()``: an unasked-for reset from now on
     is a crash) or stopped cleanly (``app.stop()``)."""
-    n, r = _load()
+    n, r, _ = _load()
     if r != bool(on):
         _store(n, on)
 
 
 def clear_crashes():
     """The app ran healthy (or a deliberate restart): the count starts again at 0."""
-    n, r = _load()
+    n, r, _ = _load()
     if n:
         _store(0, r)
+
+
+def wdt_armed():
+    """The app started the watchdog (``app.start``). MicroPython cannot stop it, and a soft
+    reset (Ctrl-D, mpremote) ends the threads that fed it: the boot after one keeps it fed
+    (``keep_fed``), or the board would reset in the middle of a REPL or mpremote session.
+    A reset of the chip stops it, so only a soft reset's boot reads this mark."""
+    n, r, w = _load()
+    if not w:
+        _store(n, r, True)
+
+
+def keep_fed():
+    """Feed the watchdog a soft reset left armed, from a small thread, until the app
+    starts again and feeds it itself (``state["feeding"]`` goes False)."""
+    if state.get("feeding"):
+        return
+    seam.wdt_start(config.APP_WDT_TIMEOUT_MS)  # the armed one again (same timeout)
+    state["feeding"] = True
+    seam.start_thread(_feeder, (), 4096)
+
+
+def _feeder():
+    while state.get("feeding"):
+        seam.wdt_feed()
+        seam.sleep_ms(max(50, min(1000, config.APP_WDT_TIMEOUT_MS // 4)))
 
 
 def safe_flag():
@@ -113,13 +144,15 @@ def check_safe_mode(cause=None):
     not running at boot: the mark is cleared.
     """
     cause = cause or seam.reset_cause()
-    n, ran = _load()
+    n, ran, armed = _load()
     if cause == "power":
         n = 0
     elif ran and cause in ("hard", "watchdog"):
         n += 1
-    _store(n, False)
+    armed = armed and cause == "soft"  # any other reset restarted the chip, watchdog included
+    _store(n, False, armed)
     state["crashes"] = n
+    state["armed"] = armed
     state["safe"] = True
     if safe_flag():
         state["reason"] = commands.text("safe_flag", config.BOOT_SAFE_FLAG)
@@ -134,14 +167,19 @@ def check_safe_mode(cause=None):
 # -- WiFi and clock ----------------------------------------------------------------------
 
 
-def run():
+def run(cause=None):
     """Bring the board up. Returns True when WiFi and the clock are ready; never raises.
 
     WiFi and NTP go through ``NetKeeper`` (the same upkeep as the I/O thread's), for at
     most ``_BOOT_WIFI_TRIES`` connection attempts' time; then the app starts either way.
+    ``cause``: as ``check_safe_mode``. After a soft reset that left the app's watchdog
+    armed, it is fed from here on (``keep_fed``), safe mode or not.
     """
     try:
-        if check_safe_mode():
+        safe = check_safe_mode(cause)
+        if state["armed"]:
+            keep_fed()
+        if safe:
             print(commands.text("safe", state["reason"]))
             return False
         # A panic while WiFi and the clock come up counts as a crash too (a reset loop);

@@ -190,6 +190,7 @@ def test_a_stopped_app_keeps_the_watchdog_fed():
     machine.RESET_REQUESTED = False
     try:
         app.start()
+        assert boot._load()[2]  # armed: the boot after a soft reset keeps feeding it
         seam.sleep_ms(900)
         app.stop()
         seam.sleep_ms(1500)  # the watchdog cannot be stopped: the idle feeder feeds it

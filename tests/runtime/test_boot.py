@@ -12,6 +12,7 @@ def _fresh():
     support.fresh_flash()
     boot.state["safe"] = False
     boot.state["reason"] = ""
+    boot.state["feeding"] = False
     network._state["status"] = network.STAT_IDLE
     network.FAIL_CONNECTS = 0
     ntptime.FAIL = 0
@@ -99,6 +100,47 @@ def test_run_connects_and_sets_the_clock():
     config.set("wifi_pass", "FAKE-pass")
     assert boot.run() is True
     assert seam.wifi_status()[0] and boot.crashes() == 0  # a power-on
+
+
+def test_only_a_soft_reset_finds_the_app_s_watchdog_still_armed():
+    _fresh()
+    for cause in ("power", "hard", "watchdog"):  # each restarts the chip, its watchdog too
+        boot.wdt_armed()
+        boot.check_safe_mode(cause)
+        assert not boot.state["armed"] and not boot._load()[2], cause
+    boot.app_running(True)
+    boot.wdt_armed()
+    for _ in range(2):  # Ctrl-D, then mpremote's soft reset: armed all along
+        assert not boot.check_safe_mode("soft")
+        assert boot.state["armed"] and boot.crashes() == 0
+    seam.rtc_memory(b"mimi:1:1")  # a record from before the mark: not armed, the rest kept
+    boot.check_safe_mode("soft")
+    assert not boot.state["armed"] and boot.crashes() == 1
+
+
+def test_after_a_soft_reset_boot_feeds_the_app_s_watchdog_until_the_app_does():
+    import machine
+
+    _fresh()
+    keep = config.APP_WDT_TIMEOUT_MS
+    config.APP_WDT_TIMEOUT_MS = 600
+    machine.RESET_REQUESTED = False
+    try:
+        boot.app_running(True)
+        seam.wdt_start(600)  # app.start() started it (the stand-in's watchdog is real)...
+        boot.wdt_armed()
+        assert boot.run("soft") is False  # ...then Ctrl-D; no WiFi set here: back at once
+        assert boot.state["armed"] and boot.state["feeding"]
+        seam.sleep_ms(1500)  # 2.5 timeouts at the REPL
+        assert not machine.RESET_REQUESTED
+        boot.state["feeding"] = False  # what app.start() does: its threads feed it from then on
+        seam.sleep_ms(1500)  # nobody does in this test: it fires, as on a board
+        assert machine.RESET_REQUESTED
+    finally:
+        boot.state["feeding"] = False
+        machine._wdt = None
+        machine.RESET_REQUESTED = False
+        config.APP_WDT_TIMEOUT_MS = keep
 
 
 def test_garbage_in_rtc_memory_counts_as_zero():
