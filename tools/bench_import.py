@@ -36,14 +36,11 @@ def main(heap="256K"):
         image = os.path.join(d, "mimi.romfs")
         with open(image, "wb") as f:
             f.write(romfs.build())
-        size = os.path.getsize(image)
-        # The image sits in the heap here (flash on a board): the heap gets its size more,
-        # so that what the package finds is HEAP, as on a board.
+        # No firmware/ on the path, and the heap given the image's room (hostenv.romfs_board).
+        env, big = hostenv.romfs_board(base, heap, image)
         print("== ROMFS image (%d B) mounted at /rom, micropython -X heapsize=%s (%s, plus the image's room)"
-              % (size, hostenv.heap_plus(heap, size + 1024), heap), flush=True)
-        # No firmware/ on the path: every mimi module must come from the image.
-        env = dict(base, MICROPYPATH=os.pathsep.join((hostenv.STUBS, ".frozen")), MIMI_ROMFS_IMAGE=image)
-        rc = subprocess.call([exe, "-X", "heapsize=" + hostenv.heap_plus(heap, size + 1024), BOARD], env=env, cwd=d)
+              % (os.path.getsize(image), big, heap), flush=True)
+        rc = subprocess.call([exe, "-X", "heapsize=" + big, BOARD], env=env, cwd=d)
     if rc == 0:
         print("== .py files from firmware/, micropython -X heapsize=%s" % heap, flush=True)
         env = dict(base, MICROPYPATH=hostenv.micropython_path())
