@@ -45,7 +45,7 @@ _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound message
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
     "healthy": False, "wdt": False, "telegram": None, "cron": None, "heartbeat": None,
-    "net": None, "threads": {}, "feeder": False,
+    "net": None, "threads": {},
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
@@ -226,18 +226,8 @@ def _stopped():
     boot.app_running(False)
     with _lock:
         state["running"] = False
-        if state["wdt"] and not state["feeder"]:
-            state["feeder"] = True
-            seam.start_thread(_idle_feeder, (), 4096)
-
-
-def _idle_feeder():
-    try:
-        while not state["running"]:
-            seam.wdt_feed()
-            seam.sleep_ms(max(50, min(1000, config.APP_WDT_TIMEOUT_MS // 4)))
-    finally:
-        state["feeder"] = False
+        if state["wdt"]:
+            boot.keep_fed()
 
 
 def _spawn(name):

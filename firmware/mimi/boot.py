@@ -33,9 +33,10 @@ _BOOT_NTP_RESYNC_MS = const(86400000)  # daily: the RTC drifts seconds per day
 _BOOT_CRASH_LIMIT = const(3)  # boots in a row that never got healthy -> safe mode
 
 
-state = {"safe": False, "reason": "", "crashes": 0, "net": None, "armed": False, "feeding": False}
+state = {"safe": False, "reason": "", "crashes": 0, "net": None, "armed": False, "feeding": False,
+         "feeder": False}
 # net: boot's NetKeeper, kept by the app; armed: a soft reset left the watchdog running;
-# feeding: keep_fed's thread feeds it until the app does
+# feeding: keep_fed's thread (feeder: it runs) feeds it until the app does
 
 
 # -- crash counting and safe mode --------------------------------------------------------
@@ -93,20 +94,28 @@ def wdt_armed():
         _store(n, r, True)
 
 
-def keep_fed():
-    """Feed the watchdog a soft reset left armed, from a small thread, until the app
-    starts again and feeds it itself (``state["feeding"]`` goes False)."""
-    if state.get("feeding"):
-        return
-    seam.wdt_start(config.APP_WDT_TIMEOUT_MS)  # the armed one again (same timeout)
+def keep_fed(rearm=False):
+    """Feed the started watchdog from one small thread until the app starts and feeds it
+    itself (``app.start`` sets ``state["feeding"]`` False): while the app is stopped
+    (``app.stop``), and after a soft reset that left it armed (``rearm``: take the armed
+    one again first, as nothing holds it after the reset)."""
+    if rearm:
+        seam.wdt_start(config.APP_WDT_TIMEOUT_MS)  # the armed one again (same timeout)
     state["feeding"] = True
-    seam.start_thread(_feeder, (), 4096)
+    if not state["feeder"]:
+        state["feeder"] = True
+        seam.start_thread(_feeder, (), 4096)
 
 
 def _feeder():
-    while state.get("feeding"):
-        seam.wdt_feed()
-        seam.sleep_ms(max(50, min(1000, config.APP_WDT_TIMEOUT_MS // 4)))
+    while True:
+        while state["feeding"]:
+            seam.wdt_feed()
+            seam.sleep_ms(max(50, min(1000, config.APP_WDT_TIMEOUT_MS // 4)))
+        state["feeder"] = False
+        if not state["feeding"]:
+            return
+        state["feeder"] = True  # asked again while leaving: never left unfed
 
 
 def safe_flag():
@@ -178,7 +187,7 @@ def run(cause=None):
     try:
         safe = check_safe_mode(cause)
         if state["armed"]:
-            keep_fed()
+            keep_fed(True)
         if safe:
             print(commands.text("safe", state["reason"]))
             return False
