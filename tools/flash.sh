@@ -207,7 +207,7 @@ PYEOF
     echo "Writing $bin at 0x0$([ -n "$romfs_at" ] && echo ' (with the romfs partition)')..."
     $esptool --chip esp32s3 ${portargs[@]+"${portargs[@]}"} --baud 460800 "$write" -z 0x0 "$image"
     if [ -n "$romfs_at" ]; then
-        if grep -q "ROMFS in this firmware: yes" <<<"$("$PYTHON" "$ROOT/tools/partitions.py" --show "$bin")"; then
+        if grep -q "ROMFS in this firmware: yes" <<<"$out"; then
             echo "ROMFS partition \"romfs\" at $romfs_at: tools/flash.sh deploy puts the package there."
         else
             echo "ROMFS partition \"romfs\" at $romfs_at, but this MicroPython has no ROMFS: deploy will copy files."

@@ -233,6 +233,7 @@ def main(argv=None):
         print("partitions.py: %s" % e, file=sys.stderr)
         return 2
     print("Written: %s" % out)
+    print("ROMFS in this firmware: %s" % ("yes" if support else "no (no vfs.rom_ioctl)"))
     r = romfs_entry(new)
     print("romfs: offset %#x, size %#x (%d KiB)" % (r.offset, r.size, r.size // 1024))
     return 0
