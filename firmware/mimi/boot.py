@@ -55,10 +55,8 @@ def _load():
     return 0, False, False
 
 
-def _store(n, running, armed=None):
+def _store(n, running, armed):
     try:
-        if armed is None:
-            armed = _load()[2]
         seam.rtc_memory(b"mimi:%d:%d:%d" % (n, 1 if running else 0, 1 if armed else 0))
     except Exception:  # noqa: BLE001 - no RTC memory: no count (never safe mode by crashes)
         pass
@@ -72,16 +70,16 @@ def crashes():
 def app_running(on):
     """Mark the app running (``/main.py``, ``app.start()``: an unasked-for reset from now on
     is a crash) or stopped cleanly (``app.stop()``)."""
-    n, r, _ = _load()
+    n, r, w = _load()
     if r != bool(on):
-        _store(n, on)
+        _store(n, on, w)
 
 
 def clear_crashes():
     """The app ran healthy (or a deliberate restart): the count starts again at 0."""
-    n, r, _ = _load()
+    n, r, w = _load()
     if n:
-        _store(0, r)
+        _store(0, r, w)
 
 
 def wdt_armed():
@@ -139,7 +137,7 @@ def set_safe_flag(on):
         os.remove(p)
     except OSError:
         pass
-    _store(0, False)
+    _store(0, False, _load()[2])
 
 
 def check_safe_mode(cause=None):
