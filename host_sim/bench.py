@@ -92,7 +92,7 @@ def flash():
     return root
 
 
-ROMFS = {}  # with --romfs: "path" of the package's image and its "kb"
+ROMFS = {}  # with --romfs: "path" of the package's image
 
 
 def use_romfs(folder):
@@ -102,7 +102,7 @@ def use_romfs(folder):
     path = os.path.join(folder, "mimi.romfs")
     with open(path, "wb") as f:
         f.write(romfs.build())
-    ROMFS.update(path=path, kb=(os.path.getsize(path) + 1023) // 1024 + 1)
+    ROMFS["path"] = path
 
 
 def run_board(url, heap, mode, turns, peak_turns=10, root=None, timeout_s=900):
@@ -235,7 +235,7 @@ def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100
         atexit.register(shutil.rmtree, folder, True)
         use_romfs(folder)
         print("The package from its ROMFS image (%d KB; in flash on a board, in the heap here: each heap below is "
-              "given that much more and the figures leave it out)" % ROMFS["kb"])
+              "given that much more and the figures leave it out)" % ((os.path.getsize(ROMFS["path"]) + 1023) // 1024))
     fake = start_fake()
     rc = 0
     try:
