@@ -22,9 +22,11 @@
 # (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html), or a build with
 # ROMFS (boards/MIMI_ESP32_S3_ROMFS). When the firmware has ROMFS (vfs.rom_ioctl in the
 # image), flash rewrites the image's partition table (at 0x8000 of that merged image)
-# with tools/partitions.py: a data partition "romfs" of 512 KiB cut from the start of the
-# filesystem (vfs), which MicroPython (1.25+) mounts at /rom, running .mpy files there in
-# place (half the heap). A firmware without ROMFS (the micropython.org builds seem to be)
+# with tools/partitions.py: a data partition "romfs" of 512 KiB, which MicroPython
+# (1.25+) mounts at /rom, running .mpy files there in place (half the heap). On the 1.26+
+# tables (no vfs entry: the port makes the file system at boot after the last partition)
+# it goes after the app, and the file system after it; on older ones it is cut from the
+# start of vfs. A firmware without ROMFS (the micropython.org builds seem to be)
 # is written as it is; --romfs adds the partition anyway, --no-romfs never. An image
 # without a table at 0x8000 (app-only), or cut short, is refused before anything is erased.
 #

@@ -196,6 +196,19 @@ def test_flash_erases_then_writes_the_image_with_a_romfs_partition_at_offset_zer
     assert image.read_bytes() == src  # the download is left as it was
 
 
+def test_flash_gives_a_1_26_image_without_vfs_a_romfs_after_the_app(tmp_path):
+    # MicroPython 1.26+ tables have no vfs entry (v1.28.0's partitions-4MiBplus.csv): the
+    # romfs goes after the app; the port makes vfs after it at boot.
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "ESP32_GENERIC_S3-v1.28.0.bin"
+    image.write_bytes(esp_image.merged_image(esp_image.STOCK_V128))
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
+    new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
+    assert new == esp_image.STOCK_V128 + [partitions.Entry("romfs", 1, 0x8F, 0x200000, 0x80000, 0)]
+    assert "from 0x280000 to the end of flash" in p.stdout, p.stdout
+    assert 'ROMFS partition "romfs" at offset 0x200000' in p.stdout, p.stdout
+
+
 def test_flash_writes_an_image_that_has_romfs_already_as_it_is(tmp_path):
     esptool, log = _recorder(tmp_path, "esptool")
     image = tmp_path / "fw.bin"
