@@ -60,7 +60,7 @@ def version():
 
     Raises ValueError when that line is missing (the one place the version is kept)."""
     with open(os.path.join(FIRMWARE, "mimi", "__init__.py")) as f:
-        m = re.search(r'^VERSION = "([^"]+)"$', f.read(), re.M)
+        m = re.search(r'^VERSION = "([^"]+)"', f.read(), re.M)
     if not m:
         raise ValueError('firmware/mimi/__init__.py has no line VERSION = "..."')
     return m.group(1)
