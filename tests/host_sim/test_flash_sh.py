@@ -156,6 +156,55 @@ def test_a_micropython_without_romfs_gets_files(vboard_stock):
     assert got == "/lib/mimi/app.mpy", got
 
 
+def _version():
+    with open(os.path.join(ROOT, "firmware", "mimi", "__init__.py")) as f:
+        return f.read().split('VERSION = "', 1)[1].split('"', 1)[0]
+
+
+def test_deploy_names_the_version_and_reads_it_back_from_the_board(vboard_stock):
+    p = flash_sh("--port", vboard_stock.port, "deploy")
+    assert "Deploying mimi %s: boot.py, main.py and " % _version() in p.stdout, p.stdout
+    assert p.stdout.rstrip().endswith("Deployed mimi %s. tools/flash.sh reset starts it." % _version()), p.stdout
+    # A copy ahead of /lib on sys.path ('' is the board's /) that is another version: an error.
+    (vboard_stock.flash / "mimi").mkdir()
+    (vboard_stock.flash / "mimi" / "__init__.py").write_text('VERSION = "0.0.1"\n')
+    (vboard_stock.flash / "mimi" / "boot.py").write_text("def clear_crashes():\n    pass\n")
+    p = flash_sh("--port", vboard_stock.port, "deploy", "--files", check=False)
+    assert p.returncode == 1 and "the board imports mimi 0.0.1, not %s" % _version() in p.stderr, p.stdout + p.stderr
+
+
+def test_deploy_to_a_firmware_with_mimi_frozen_copies_what_freezing_leaves_out(vboard_stock):
+    # The virtual board cannot freeze; a package in its / plays the frozen one: it comes
+    # before /lib on sys.path (''), and its __file__ is relative (mimi/__init__.py), as a
+    # frozen module's is. Only its .py files, as manifest.py freezes.
+    board = vboard_stock.flash
+    src = os.path.join(ROOT, "firmware", "mimi")
+    data = set()
+    for rel in _files(src):
+        if "__pycache__" in rel or rel.endswith(".pyc"):
+            continue
+        if not rel.endswith(".py"):
+            data.add(rel)
+            continue
+        os.makedirs(os.path.dirname(board / "mimi" / rel), exist_ok=True)
+        text = open(os.path.join(src, rel)).read()
+        if rel == "__init__.py":
+            text = text.replace('VERSION = "%s"' % _version(), 'VERSION = "0.0.9"')
+        (board / "mimi" / rel).write_text(text)
+    assert data >= {"texts.md", "agent/rules.md", "agent/turn.md", "tools/tools.jsonl"}
+    p = flash_sh("--port", vboard_stock.port, "deploy")
+    assert ("mimi 0.0.9 is frozen into this firmware: deploying boot.py, main.py and its %d data files to /lib/mimi"
+            % len(data)) in p.stdout, p.stdout
+    assert "This checkout is mimi %s: rebuild the firmware with manifest.py" % _version() in p.stdout, p.stdout
+    assert p.stdout.rstrip().endswith("Deployed mimi 0.0.9. tools/flash.sh reset starts it."), p.stdout
+    assert _files(board / "lib" / "mimi") == data
+    assert (board / "main.py").exists() and (board / "boot.py").exists()
+    # The "frozen" code finds its data files in /lib/mimi (mimi.data_path).
+    got = _board_exec(vboard_stock.port, "from mimi import commands\nfrom mimi.tools import registry\n"
+                      "print(commands.__file__, commands._TEXTS, registry.SPECS, commands.text('status').split()[0])")
+    assert got == "mimi/commands.py /lib/mimi/texts.md /lib/mimi/tools/tools.jsonl mimi", got
+
+
 def _recorder(tmp_path, name):
     """A stand-in for esptool or mpremote that logs its arguments; a write-flash's file
     (its last argument, gone once flash.sh ends) is copied to NAME.written."""
