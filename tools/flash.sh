@@ -307,7 +307,8 @@ except Exception:
         echo "Deploying mimi $version: boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."
     fi
     if [ "$romfs" != 1 ]; then
-        case "$files$found" in
+        # Frozen code runs from the firmware: no heap for its bytecode, nothing to say.
+        [ -n "$frozen" ] || case "$files$found" in
             00) echo "(This board has no ROMFS partition: the package's code will take about twice the heap. tools/flash.sh flash makes one.)" ;;
             02) echo "(This MicroPython has no ROMFS (no vfs.rom_ioctl): the package's code will take about twice the heap. boards/MIMI_ESP32_S3_ROMFS/README.md builds one that has it.)" ;;
         esac

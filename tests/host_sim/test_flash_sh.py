@@ -196,6 +196,7 @@ def test_deploy_to_a_firmware_with_mimi_frozen_copies_what_freezing_leaves_out(v
     assert ("mimi 0.0.9 is frozen into this firmware: deploying boot.py, main.py and its %d data files to /lib/mimi"
             % len(data)) in p.stdout, p.stdout
     assert "This checkout is mimi %s: rebuild the firmware with manifest.py" % _version() in p.stdout, p.stdout
+    assert "twice the heap" not in p.stdout, p.stdout  # frozen code is not in the heap
     assert p.stdout.rstrip().endswith("Deployed mimi 0.0.9. tools/flash.sh reset starts it."), p.stdout
     assert _files(board / "lib" / "mimi") == data
     assert (board / "main.py").exists() and (board / "boot.py").exists()
