@@ -184,3 +184,46 @@ def test_the_index_s_mpy_build_installs_compiled_modules(vboard_stock, served, t
     assert (board / "main.py").read_bytes() == open(os.path.join(ROOT, "firmware", "main.py"), "rb").read()
     got = _mpremote(vboard_stock.port, "exec", "import mimi\nfrom mimi import app\nprint(app.__file__, mimi.VERSION)")
     assert got.strip() == "/lib/mimi/app.mpy " + _package_json()["version"], got
+
+
+class _Transport:
+    """mpremote's transport as mpremote.mip uses it: a dict of board paths -> bytes."""
+
+    def __init__(self):
+        self.files, self.dirs = {}, {"/lib"}
+
+    def fs_exists(self, path):
+        return path in self.dirs or path in self.files
+
+    def fs_mkdir(self, path):
+        self.dirs.add(path)
+
+    def fs_writefile(self, path, data, progress_callback=None):
+        self.files[path] = data
+
+
+def test_github_urls_map_to_the_repository_s_files(monkeypatch):
+    # `mpremote mip install github:OWNER/mimi@TAG`, run by mpremote's own mip code with
+    # GitHub's raw host answered from this checkout: every url resolves to a file here,
+    # at the tag asked for, and lands where package.json says.
+    import io
+    import urllib.request
+
+    from mpremote import mip
+
+    fetched = []
+    prefix = "https://raw.githubusercontent.com/someone/mimi/v9/"
+
+    def urlopen(url):
+        assert url.startswith(prefix), url
+        fetched.append(url[len(prefix):])
+        return io.BytesIO(open(os.path.join(ROOT, url[len(prefix):]), "rb").read())
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    t = _Transport()
+    mip._install_package(t, "github:someone/mimi", "https://micropython.org/pi/v2", "/lib", "v9", True)
+    urls = _package_json()["urls"]
+    assert fetched == ["package.json"] + [src for _, src in urls]
+    assert set(t.files) == {"/lib/" + dev for dev, _ in urls}
+    assert t.files["/lib/../main.py"] == open(os.path.join(ROOT, "firmware", "main.py"), "rb").read()
+    assert "/lib/../data/certs" in t.dirs and "/lib/mimi/agent" in t.dirs
