@@ -104,6 +104,7 @@ def test_the_romfs_image_boots_and_answers_a_telegram_message(vboard):
     (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the image')\n")
     p = flash_sh("--port", vboard.port, "deploy")
     assert "as a ROMFS image" in p.stdout and "ROMFS image deployed" in p.stdout, p.stdout
+    assert "Deployed mimi %s." % _version() in p.stdout, p.stdout  # read back from the image
     # The package is in the partition (romfs.bin), not among the files; the stale copy went.
     assert not (board / "lib" / "mimi").exists()
     image = (board / "romfs.bin").read_bytes()
