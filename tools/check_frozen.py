@@ -48,7 +48,7 @@ def build(src, jobs):
     """The path of the unix ``micropython`` built from ``src`` with mimi frozen (RuntimeError on failure)."""
     if not os.path.isdir(os.path.join(src, "lib", "micropython-lib", "micropython")):
         raise RuntimeError("%s: no lib/micropython-lib (git submodule update --init lib/micropython-lib)" % src)
-    manifest = os.path.join(src, "ports", "unix", "mimi-frozen-manifest.py")
+    manifest = os.path.join(tempfile.mkdtemp(prefix="mimi-manifest-"), "manifest.py")  # not in their tree
     with open(manifest, "w") as f:
         f.write('include("$(PORT_DIR)/variants/manifest.py")\ninclude("%s")\n' % os.path.join(ROOT, "manifest.py"))
     steps = [["make", "-C", os.path.join(src, "mpy-cross"), "-j%d" % jobs],
