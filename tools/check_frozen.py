@@ -48,9 +48,21 @@ def build(src, jobs):
     """The path of the unix ``micropython`` built from ``src`` with mimi frozen (RuntimeError on failure)."""
     if not os.path.isdir(os.path.join(src, "lib", "micropython-lib", "micropython")):
         raise RuntimeError("%s: no lib/micropython-lib (git submodule update --init lib/micropython-lib)" % src)
-    manifest = os.path.join(tempfile.mkdtemp(prefix="mimi-manifest-"), "manifest.py")  # not in their tree
-    with open(manifest, "w") as f:
-        f.write('include("$(PORT_DIR)/variants/manifest.py")\ninclude("%s")\n' % os.path.join(ROOT, "manifest.py"))
+    with tempfile.TemporaryDirectory(prefix="mimi-manifest-") as d:  # not in their tree
+        manifest = os.path.join(d, "manifest.py")
+        with open(manifest, "w") as f:
+            f.write('include("$(PORT_DIR)/variants/manifest.py")\ninclude("%s")\n' % os.path.join(ROOT, "manifest.py"))
+        _make(src, jobs, manifest)
+    exe = os.path.join(src, "ports", "unix", "build-mimi-frozen", "micropython")
+    p = subprocess.run([exe, "-c", "import mimi; print(mimi.__file__, mimi.VERSION)"], capture_output=True, text=True,
+                       cwd=tempfile.gettempdir())
+    print("built: %s (import mimi: %s)" % (exe, (p.stdout or p.stderr).strip()), flush=True)
+    if not p.stdout.startswith("mimi/__init__.py "):
+        raise RuntimeError("mimi is not frozen into %s" % exe)
+    return exe
+
+
+def _make(src, jobs, manifest):
     steps = [["make", "-C", os.path.join(src, "mpy-cross"), "-j%d" % jobs],
              ["make", "-C", os.path.join(src, "ports", "unix"), "-j%d" % jobs, "VARIANT=standard",
               "BUILD=build-mimi-frozen", "MICROPY_PY_BTREE=0", "MICROPY_SSL_MBEDTLS=0", "MICROPY_PY_SSL=0",
@@ -60,13 +72,6 @@ def build(src, jobs):
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError("build failed:\n" + (p.stdout + p.stderr)[-3000:])
-    exe = os.path.join(src, "ports", "unix", "build-mimi-frozen", "micropython")
-    p = subprocess.run([exe, "-c", "import mimi; print(mimi.__file__, mimi.VERSION)"], capture_output=True, text=True,
-                       cwd=tempfile.gettempdir())
-    print("built: %s (import mimi: %s)" % (exe, (p.stdout or p.stderr).strip()), flush=True)
-    if not p.stdout.startswith("mimi/__init__.py "):
-        raise RuntimeError("mimi is not frozen into %s" % exe)
-    return exe
 
 
 def _flash_sh(port, *args):
