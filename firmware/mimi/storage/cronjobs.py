@@ -187,6 +187,22 @@ def remove(job_id):
     sessions.delete(sessions.key_for("cron", job_id))
 
 
+def rechat(old, new):
+    """Point every job of chat ``old`` at chat ``new`` (a group upgraded to a supergroup
+    gets a new id: Bot API ``migrate_to_chat_id``). Returns how many moved; ``ValueError``
+    if the file is damaged."""
+    with _lock:
+        seq, jobs = _load()
+        n = 0
+        for j in jobs:
+            if str(j.get("chat_id")) == old:
+                j["chat_id"] = new
+                n += 1
+        if n:
+            _save(seq, jobs)
+    return n
+
+
 def list():
     """All jobs (dicts), in the order they were added. Raises ``ValueError`` if the file is damaged."""
     with _lock:
