@@ -22,10 +22,19 @@ class Answer:
         n = min(len(body), len(buf))
         buf[:n] = body[:n]
         self.status = status
+        self.raw = body
         self.body = memoryview(buf)[:n]
         self.truncated = len(body) > n
 
-    def finish(self):
+    def finish(self, buf=None, cap=None, want=None, sink=None):
+        if sink is not None:  # as http does: the body piece by piece through buf
+            k = len(buf)
+            for i in range(0, len(self.raw), k):
+                piece = memoryview(buf)[:min(k, len(self.raw) - i)]
+                piece[:] = self.raw[i:i + len(piece)]
+                sink(piece)
+            self.body = memoryview(buf)[:0]
+            self.truncated = False
         return self
 
     def ready(self, timeout_ms=0):

@@ -58,15 +58,26 @@ import json
 from micropython import const
 
 from mimi import commands, config, log, seam
-from mimi.channels import tgformat
+from mimi.channels import tgformat, tgupdate
 
 # Tunables (config.py holds those shared by several modules and the settings).
 _TG_OUTQ_MAX = const(24)  # message chunks waiting to be sent
 _TG_OFFSET_SAVE_MS = const(300000)
 _TG_TYPING_MAX_MS = const(600000)  # a typing indicator nobody ends stops after this
+_TG_ALBUM_WAIT_MS = const(1500)  # an album is complete when no part of it came for this long
+_TG_ALBUM_MEDIA_MAX = const(4)  # images of one album given to the model
 
 # Texts (the missing token, the media kinds) live in texts.md: a string constant costs
 # heap for as long as the module is loaded (docs/heap.md).
+
+
+def _to(cid):
+    """The ``chat_id`` (and ``message_thread_id`` of a forum topic) a call for ``cid`` carries."""
+    c, t = tgupdate.split_dest(cid)
+    p = {"chat_id": c}
+    if t is not None:
+        p["message_thread_id"] = t
+    return p
 
 
 class TgError(Exception):
@@ -107,6 +118,8 @@ class Telegram:
         self.typing = {}
         self.told = {}
         self.quiet = False  # the missing token was logged
+        self.blocked = set()  # chats whose user blocked the bot (403): nothing is sent there until they write
+        self.albums = {}  # media_group_id -> [inbound message, ticks of its last part]
         self.t0 = 0  # ticks_ms when the tick under way began
 
     # -- the wire (https://core.telegram.org/bots/api#making-requests) ----------------
@@ -141,7 +154,17 @@ class Telegram:
         """A poll's answer: the list of updates, or the start of the answer (the poll
         buffer, a bytearray; read it before the next poll) when it did not fit. Raises ``TgError``, ``OSError`` (also for an answer
         whose ``result`` is not a list)."""
-        return self._done(p.finish(), 2)
+        return self._done(self._pruned(p), 2)
+
+    def _pruned(self, p):
+        """Finish the poll ``p`` with its answer read through ``tgupdate.Pruner`` into the
+        poll buffer (texts of replied-to messages capped, so a short reply to a long
+        message fits), the pieces passing through the send buffer."""
+        pr = tgupdate.Pruner(self.bufs[0])
+        p.finish(buf=self.bufs[1], sink=pr.feed)
+        p.body = memoryview(self.bufs[0])[:pr.n]
+        p.truncated = pr.full
+        return p
 
     def _done(self, r, want):
         """A finished call's answer: ``want`` 0 True, 1 the ``result``, 2 a poll's list of
@@ -164,9 +187,12 @@ class Telegram:
                 a = p.get("retry_after") if isinstance(p, dict) else None
                 if type(a) in (int, float) and a >= 0:  # not NaN; inf becomes the cap
                     after = int(min(a, config.TG_RETRY_AFTER_MAX_S))
+                new = p.get("migrate_to_chat_id") if isinstance(p, dict) else None
             except Exception:  # noqa: BLE001 - not a dict, not JSON: the status says it
-                pass
-            raise TgError(code, msg, after)
+                new = None
+            e = TgError(code, msg, after)
+            e.migrate_to = new if type(new) is int else None  # the group became this supergroup
+            raise e
         if not want:
             return True
         if r.truncated:
@@ -259,14 +285,24 @@ class Telegram:
             item = q[0]
             cid, md, count, mode = item
             try:
-                self.api.call("sendMessage", {"chat_id": cid, "text": md} if mode else
-                              {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
+                p = _to(cid)
+                p["text"] = md if mode else tgformat.md_to_html(md)
+                if not mode:
+                    p["parse_mode"] = "HTML"
+                self.api.call("sendMessage", p)
                 q.pop(0)
             except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: never the thread
                 code, msg, after = e.args if isinstance(e, TgError) else (0, "", None)
                 msg = msg.lower()
                 item[2] = count = count + 1
-                if code == 400 and "parse" in msg and not mode:  # "can't parse entities"
+                if code == 400 and getattr(e, "migrate_to", None):  # the group is a supergroup now
+                    self._move(tgupdate.split_dest(cid)[0], str(e.migrate_to))
+                    item[2] = count - 1
+                elif code == 403:  # blocked by the user, removed from the group: stop sending there
+                    self._blocked(cid, msg)
+                elif code == 400 and "thread not found" in msg and ":" in cid:  # the topic is gone: the chat
+                    item[0] = tgupdate.split_dest(cid)[0]
+                elif code == 400 and "parse" in msg and not mode:  # "can't parse entities"
                     item[3] = 1
                 elif code == 400 and "empty" in msg and mode < 2:  # "message text is empty": as typed,
                     if mode:  # then a line that says so (an empty code block, only Unicode spaces)
@@ -294,12 +330,77 @@ class Telegram:
                 if self._late():
                     break
                 try:
-                    self.api.call("sendChatAction", {"chat_id": cid, "action": "typing"})
+                    p = _to(cid)
+                    p["action"] = "typing"
+                    self.api.call("sendChatAction", p)
                 except Exception as e:  # noqa: BLE001 - refused: no more typing for that chat
                     if isinstance(e, TgError):
                         del self.typing[cid]
+        for k in list(self.albums):  # albums whose last part came a while ago: one message each
+            msg, at = self.albums[k]
+            if seam.ticks_diff(now, at) >= _TG_ALBUM_WAIT_MS:
+                del self.albums[k]
+                if not self.bus.inbound.put(msg):
+                    log.warn("tg", "busy %s", msg["chat_id"])
+                    self.queue_text(msg["chat_id"], commands.text("busy"), True)
         self.save_offset()
         return busy
+
+    def _album(self, key, msg, now):
+        """Hold part ``msg`` of album ``key`` (``media_group_id``): the parts arrive as
+        separate messages, maybe over several polls; ``tick`` sends one message with every
+        caption and the media of the first ``_TG_ALBUM_MEDIA_MAX`` parts once none has come
+        for ``_TG_ALBUM_WAIT_MS``."""
+        a = self.albums.get(key)
+        if a is None:
+            if len(self.albums) >= 4:  # at most 4 albums at once: the oldest goes now
+                k = min(self.albums, key=lambda k: self.albums[k][1])
+                self.albums[k][1] = seam.ticks_add(now, -_TG_ALBUM_WAIT_MS)
+            self.albums[key] = [msg, now]
+            return
+        first = a[0]
+        a[1] = now
+        t = msg["text"].strip()
+        if t:
+            first["text"] = (first["text"].rstrip() + "\n" + t).strip()
+        media = first.setdefault("media", [])
+        for x in msg.get("media") or ():
+            if len(media) < _TG_ALBUM_MEDIA_MAX:
+                media.append(x)
+
+    def _migrated(self, m, cid):
+        """A service message saying the group became a supergroup (``migrate_to_chat_id``
+        in the old chat, ``migrate_from_chat_id`` in the new one)."""
+        to, frm = m.get("migrate_to_chat_id"), m.get("migrate_from_chat_id")
+        if type(to) is int:
+            self._move(cid, str(to))
+        elif type(frm) is int:
+            self._move(str(frm), cid)
+
+    def _move(self, old, new):
+        """Chat ``old`` is ``new`` now: its settings, history and reminders move
+        (``tgupdate.migrate``), and what waits to be sent there goes to the new id."""
+        try:
+            if tgupdate.migrate(old, new):
+                log.info("tg", "%s is %s now", old, new)
+        except (OSError, ValueError) as e:
+            log.warn("tg", "migrate %s: %s", old, e)
+        for item in self.outq:
+            c, th = tgupdate.split_dest(item[0])
+            if c == old:
+                item[0] = tgupdate.dest(new, th)
+
+    def _blocked(self, cid, why):
+        """403 from chat ``cid``: drop what waits for it, and send nothing more there until
+        it writes again."""
+        base = tgupdate.split_dest(cid)[0]
+        if base not in self.blocked:
+            log.warn("tg", "%s: %s; not sending there", base, why[:60])
+        self.blocked.add(base)
+        self.outq[:] = [i for i in self.outq if tgupdate.split_dest(i[0])[0] != base]
+        for c in list(self.typing):
+            if tgupdate.split_dest(c)[0] == base:
+                del self.typing[c]
 
     def describe(self):
         """The link in words, for /status: the bot's name, or why there is none yet."""
@@ -361,12 +462,15 @@ class Telegram:
                     kind = chat.get("type")
                     if kind == "channel" or cid == "None":
                         continue
+                    if "migrate_to_chat_id" in m or "migrate_from_chat_id" in m:  # a group became a supergroup
+                        self._migrated(m, cid)
+                        continue
                     t = m.get("text")
                     cap = t is None  # media (with a caption, or none), or a service message
                     if cap:
                         t = m.get("caption")
-                    if t is not None:
-                        t = tgformat.fix_surrogates(t)
+                    if t is not None:  # links and mentions keep what formatting hides
+                        t = tgupdate.expand(tgformat.fix_surrogates(t), m.get("caption_entities" if cap else "entities"))
                     group = kind in ("group", "supergroup")
                     if group:  # only when mentioned or replied to
                         if t is None:
@@ -378,8 +482,9 @@ class Telegram:
                             t = (t[:k] + t[k + len(name):]).strip()
                         elif ((m.get("reply_to_message") or {}).get("from") or {}).get("id") != me.get("id"):
                             continue
-                    if not commands.is_allowed(cid):
-                        if t is not None and commands.try_code(cid, t):
+                    base, cid = cid, tgupdate.dest(cid, tgupdate.thread(m))  # a forum topic: "chat:thread"
+                    if not commands.is_allowed(base):
+                        if t is not None and commands.try_code(base, t):
                             log.info("tg", "paired %s", cid)
                             self.queue_text(cid, commands.text("paired"), True)
                             continue
@@ -389,9 +494,19 @@ class Telegram:
                             if last is None and len(self.told) >= config.TG_DENY_CHATS_MAX:
                                 del self.told[min(self.told, key=self.told.get)]  # forget the oldest
                             self.told[cid] = now
-                            self.queue_text(cid, commands.text("deny", cid, cid), True)
+                            self.queue_text(cid, commands.text("deny", base, base), True)
                         continue
-                    if cap:
+                    self.blocked.discard(base)  # it writes again: it has unblocked the bot
+                    media = tgupdate.media(m) if cap else None
+                    if media is not None and media["kind"] not in ("image", "voice"):  # too big, or a type refused
+                        self.queue_text(cid, commands.text("media_" + media["kind"], media["what"],
+                                                           tgupdate.TG_IMAGE_MAX_BYTES // 1024), True)
+                        if t is None:
+                            continue
+                        media = None
+                    if media is not None:
+                        t = t or ""
+                    elif cap:
                         kind = None
                         for k in commands.text("media").split():
                             if k in m:
@@ -409,10 +524,14 @@ class Telegram:
                             continue
                     from mimi.storage import sessions
 
-                    if not self.bus.inbound.put({"channel": "telegram", "chat_id": cid, "text": t,
-                                                 "session": sessions.key_for("telegram", cid),
-                                                 "user": (m.get("from") or {}).get("first_name", ""),
-                                                 "message_id": m.get("message_id"), "is_group": group}):
+                    msg = {"channel": "telegram", "chat_id": cid, "text": tgupdate.lead(m, self.me.get("id")) + t,
+                           "session": sessions.key_for("telegram", cid), "user": tgupdate.sender(m),
+                           "message_id": m.get("message_id"), "is_group": group}
+                    if media is not None:
+                        msg["media"] = [media]
+                    if isinstance(m.get("media_group_id"), str):  # an album: one message once all of it is here
+                        self._album(m["media_group_id"], msg, now)
+                    elif not self.bus.inbound.put(msg):
                         log.warn("tg", "busy %s", cid)
                         self.queue_text(cid, commands.text("busy"), True)
                 except Exception as e:  # noqa: BLE001 - a poison update must not stop the channel
@@ -496,6 +615,8 @@ class Telegram:
         """Take an outbound bus message. False (nothing taken) while the send queue is full."""
         cid = str(msg.get("chat_id"))
         kind = msg.get("kind", "text")
+        if tgupdate.split_dest(cid)[0] in self.blocked:  # 403 before: nothing goes there
+            return True
         if kind == "typing":
             if cid not in self.typing:
                 self.typing[cid] = now = seam.ticks_ms()

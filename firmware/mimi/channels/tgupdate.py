@@ -155,8 +155,9 @@ def lead(m, me_id=None):
             who = "your (the assistant's) message"
         else:
             who = "a message from " + who
-        out.append('[Replying to %s, %s (quoted, not the user\'s words): "%s"]\n' % (
-            who, how, _cut(t, _TG_QUOTE_MAX_CHARS)) if t else "[Replying to %s]\n" % who)
+        if t:  # (a reply to a message with nothing to show says nothing)
+            out.append('[Replying to %s, %s (quoted, not the user\'s words): "%s"]\n' % (
+                who, how, _cut(t, _TG_QUOTE_MAX_CHARS)))
     return "".join(out)
 
 
@@ -179,8 +180,9 @@ def split_dest(d):
 
 
 def _size(x, cap):
+    """The file's size is within ``cap``, or unknown (the download is capped then)."""
     s = x.get("file_size")
-    return type(s) is int and 0 < s <= cap
+    return s is None or type(s) is int and 0 < s <= cap
 
 
 def media(m):
@@ -197,17 +199,17 @@ def media(m):
                 best = s
         if best is None:
             return {"kind": "too_big", "what": "photo"}
-        return {"kind": "image", "file_id": best["file_id"], "size": best["file_size"], "mime": "image/jpeg"}
+        return {"kind": "image", "file_id": best["file_id"], "size": best.get("file_size"), "mime": "image/jpeg"}
     d = m.get("document")
     if isinstance(d, dict) and str(d.get("mime_type") or "")[:6] == "image/":
         if " %s " % d["mime_type"] not in IMAGE_TYPES:
             return {"kind": "type", "what": d["mime_type"]}
         if not _size(d, TG_IMAGE_MAX_BYTES):
             return {"kind": "too_big", "what": "image"}
-        return {"kind": "image", "file_id": d.get("file_id"), "size": d["file_size"], "mime": d["mime_type"]}
+        return {"kind": "image", "file_id": d.get("file_id"), "size": d.get("file_size"), "mime": d["mime_type"]}
     v = m.get("voice")
     if isinstance(v, dict) and isinstance(v.get("file_id"), str):
-        if v.get("file_size") is not None and not _size(v, TG_VOICE_MAX_BYTES):
+        if not _size(v, TG_VOICE_MAX_BYTES):
             return {"kind": "too_big", "what": "voice note"}
         return {"kind": "voice", "file_id": v["file_id"], "size": v.get("file_size"),
                 "mime": str(v.get("mime_type") or "audio/ogg")}
