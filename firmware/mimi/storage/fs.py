@@ -236,6 +236,16 @@ def makedirs(path):
             raise PathError(pick(_MSG, "nodir") % cur)
 
 
+def open_write(path):
+    """Open ``path`` for writing from its start (made, or emptied), folder made: the
+    file; the caller writes it in capped pieces and closes it. Not atomic: for scratch
+    files its writer removes (a photo on its way to the model). Raises ``PathError``,
+    ``OSError``."""
+    p = check_file(path)
+    makedirs(p[:p.rfind("/")])
+    return _open(seam.real_path(p), "wb")
+
+
 def write(path, data, src=None, start=0, end=None, add=False):
     """Replace the file ``path`` with ``data`` (str or bytes) atomically; make its folder.
 
