@@ -142,7 +142,7 @@ def test_media_captions_service_edits_and_callbacks():
     drain(tg, now + 2)
     got = inbound(b)
     assert len(got) == 1 and got[0]["text"] == "look " + EMOJI  # the photo goes to the model as an image
-    assert got[0]["media"] == [{"kind": "image", "file_id": "p", "size": None, "mime": "image/jpeg"}]
+    assert got[0]["media"] == [{"kind": "image", "file_id": "p", "size": None, "mime": "image/jpeg", "cap": 262144}]
     assert api.texts(42) == [config.TG_MEDIA_REPLY, config.TG_MEDIA_REPLY]
     assert api.sent("answerCallbackQuery") == [{"callback_query_id": "cbq-9"}]
 

@@ -1,37 +1,40 @@
-"""Photos and voice notes for a turn: fetched to flash, given to the model, then removed.
+"""Photos and voice notes for a turn: fetched from Telegram to flash, given to the model,
+then removed.
 
 An inbound message may carry ``media``: ``[{"kind": "image"|"voice", "file_id", "size",
-"mime"}]`` (``mimi.channels.tgupdate.media``). ``prepare`` runs at the start of the turn,
-on the agent thread:
-- an image is saved to ``/data/state/media_<n>`` (``tgfile.fetch``, capped at
-  ``TG_IMAGE_MAX_BYTES``) and given to the model as an image block (``mimi.llm.wire``
-  streams it from flash into the request, base64 on the fly). The history keeps
-  "[photo]" and the caption, not the image; ``clean`` removes the files after the turn.
-  A provider known to have no vision (the ``deepseek`` preset: its API takes text only)
-  gets no request: the user is told at once. Elsewhere a 400 naming the image becomes the
-  same plain answer (``no_vision``).
+"mime", "cap"}]`` (``mimi.channels.tgupdate.media``). ``prepare`` runs at the start of
+the turn, on the agent thread:
+- each file is fetched (``getFile``, then the download, streamed to
+  ``/data/state/media_<n>``: https://core.telegram.org/bots/api#getfile, "the file can
+  then be downloaded via https://api.telegram.org/file/bot<token>/<file_path>"; at most its
+  ``cap`` bytes). A local Bot API server in ``--local`` mode gives an absolute path on
+  its own disk instead, which cannot be fetched: the user is told.
+- an image is given to the model as an image block (``mimi.llm.wire`` streams it from
+  flash into the request, base64 on the fly). The history keeps "[photo]" and the
+  caption, not the image; ``clean`` removes the files after the turn. A provider known to
+  have no vision (the ``deepseek`` preset: its API takes text only) gets no request: the
+  user is told at once; elsewhere a 400 naming the image becomes the same plain answer
+  (``no_vision``).
 - a voice note is transcribed where the provider has OpenAI's
   ``POST {base}/audio/transcriptions`` (https://platform.openai.com/docs/api-reference/
   audio/createTranscription: multipart ``file`` and ``model``, answer ``{"text"}``): the
   ``openai`` preset and ``custom`` servers. Its text goes to the model and the history,
   marked as a transcript. Other providers: the user is told the bot cannot listen there.
-RAM: a 1 KB download buffer, then 768 bytes of file and their 1 KB of base64 at a time
-while the request is written: the image is never whole in RAM. Flash: the files live
-only for the turn.
+What the user reads is in ``mimi/texts.md`` (``## media_*``). RAM: one 1 KB buffer for
+the download, then 768 bytes of file and their 1 KB of base64 at a time while the
+request is written: a file is never whole in RAM. Flash: the files live for the turn.
+The token is part of the download's path: nothing here logs a URL.
 """
+import json
+
 from micropython import const
 
 from mimi import config, log
-from mimi.llm import LLMError, pick
+from mimi.llm import LLMError
 
-_MEDIA_DIR = const("/data/state/")  # tools may read, not write, here
 _TRANSCRIBE_MODEL = const("gpt-4o-mini-transcribe")
 _NO_VISION = const(" deepseek ")  # presets whose API takes no images
-_TAG = const("media")
-_MSG = const("|see %s cannot look at images. Describe it in words, or switch to a model that can (/provider, "
-             "/model).|hear I cannot listen to voice notes with %s (it has no transcription service): please "
-             "type it, or use the openai provider.|fail I could not fetch that %s from Telegram (%s): please send it "
-             "again.|photo [photo]|voice [voice note, transcribed:]|empty [voice note: nothing could be heard]|")
+_MEDIA_DEADLINE_MS = const(60000)  # one download, whole
 _files = []  # the media files of the turn under way
 
 
@@ -40,44 +43,39 @@ def prepare(msg, provider):
     get (placeholders, captions, transcripts), the images (``[{"path", "mime", "size"}]``
     for ``wire``), and ``note``, a reply for the user instead of a turn (no vision, no
     transcription, a failed download), or None."""
-    from mimi.channels import tgfile, tgupdate
+    from mimi import commands
 
     text = msg.get("text") or ""
     images = []
     heard = []
     for i, m in enumerate(msg.get("media") or ()):
         kind = m.get("kind")
-        if kind == "image":
-            if " %s " % provider.name in _NO_VISION:
-                return text, [], pick(_MSG, "see") % provider.model
-            cap = tgupdate.TG_IMAGE_MAX_BYTES
-        elif kind == "voice":
-            if provider.protocol != "openai" or provider.name not in ("openai", "custom"):
-                return text, [], pick(_MSG, "hear") % provider.name
-            cap = tgupdate.TG_VOICE_MAX_BYTES
-        else:
-            continue
-        path = "%smedia_%d" % (_MEDIA_DIR, i)
+        if kind == "image" and " %s " % provider.name in _NO_VISION:
+            return text, [], commands.text("media_no_vision", provider.model)
+        if kind == "voice" and (provider.protocol != "openai" or provider.name not in ("openai", "custom")):
+            return text, [], commands.text("media_no_hearing", provider.name)
+        path = "/data/state/media_%d" % i  # tools may read, not write, there
         try:
-            size = tgfile.fetch(m["file_id"], path, cap)
+            size = fetch(m["file_id"], path, m.get("cap") or 0)
         except (OSError, ValueError) as e:
-            log.warn(_TAG, "fetch: %s", e)
+            log.warn("agent", "media: %s", e)
             clean()
-            return text, [], pick(_MSG, "fail") % ("photo" if kind == "image" else "voice note", str(e)[:60])
+            return text, [], commands.text("media_fetch_failed", "photo" if kind == "image" else "voice note",
+                                           str(e)[:60])
         _files.append(path)
         if kind == "image":
-            images.append({"path": path, "mime": m.get("mime") or "image/jpeg", "size": size})
+            images.append({"path": path, "mime": m["mime"], "size": size})
         else:
             try:
-                heard.append(transcribe(provider, path, m.get("mime") or "audio/ogg"))
+                heard.append(transcribe(provider, path))
             except LLMError as e:
                 clean()
-                return text, [], "Sorry, I could not transcribe that voice note: %s." % e.user_message
+                return text, [], commands.text("media_not_transcribed", e.user_message)
     lead = ""
     if images:
-        lead = pick(_MSG, "photo") if len(images) == 1 else "[%d photos]" % len(images)
+        lead = "[photo]" if len(images) == 1 else "[%d photos]" % len(images)
     for t in heard:
-        lead += ("\n" if lead else "") + (pick(_MSG, "voice") + " " + t if t.strip() else pick(_MSG, "empty"))
+        lead += ("\n" if lead else "") + ("[voice note, transcribed:] " + t if t else "[voice note: silence]")
     return (lead + "\n" + text if text.strip() else lead) if lead else text, images, None
 
 
@@ -95,40 +93,88 @@ def clean():
 def no_vision(e, provider):
     """The answer for ``LLMError`` ``e`` on a turn with images: "cannot look at images"
     when the server refused the request (400) naming an image, else None."""
-    m = (e.user_message or "").lower()
-    if e.status == 400 and ("image" in m or "vision" in m or "multimodal" in m):
-        return pick(_MSG, "see") % provider.model
+    if e.status == 400 and "image" in (e.user_message or "").lower():
+        from mimi import commands
+
+        return commands.text("media_no_vision", provider.model)
     return None
 
 
-def transcribe(provider, path, mime):
-    """The text of the audio file ``path``: ``POST {base}/audio/transcriptions`` as
-    multipart/form-data, the file streamed from flash. Raises ``LLMError``."""
-    from mimi import seam
-    from mimi.llm import common, init
+def fetch(file_id, path, cap):
+    """Save Telegram file ``file_id`` as ``path`` (a device path under ``/data``); return
+    its size in bytes. Raises ``OSError`` (network, an answer that is not the Bot API's,
+    a file over ``cap`` bytes: "too big", the partial file removed) or ``ValueError``
+    (Telegram refused the file id, or its path is a local server's)."""
     from mimi.net import http
     from mimi.storage import fs
 
-    b = "mimi%08x" % seam.ticks_ms()
+    base, token = config.get("tg_api_base").rstrip("/"), config.get("tg_token")
+    buf = bytearray(1024)
+    r = http.request("POST", "%s/bot%s/getFile" % (base, token), {"Content-Type": "application/json"},
+                     json.dumps({"file_id": file_id}), timeout_ms=config.TG_SEND_TIMEOUT_MS, buf=buf,
+                     deadline_ms=config.TG_CALL_DEADLINE_MS)
+    try:
+        d = r.json()
+    except ValueError:
+        raise OSError("getFile: not the Bot API's answer (HTTP %d)" % r.status)
+    f = d.get("result") if isinstance(d, dict) else None
+    if r.status != 200 or not isinstance(f, dict):
+        raise ValueError("getFile: %s" % (d.get("description") if isinstance(d, dict) else r.status))
+    fp = f.get("file_path")
+    if not isinstance(fp, str) or not fp or fp[0] == "/":
+        raise ValueError("getFile gave no path to download")
+    if type(f.get("file_size")) is int and f["file_size"] > cap:
+        raise OSError("too big")
+    n = [0]
+    f = fs.open_write(path)
+    try:
+        def sink(data):
+            n[0] += len(data)
+            if n[0] > cap:
+                raise OSError("too big")
+            f.write(data)
+
+        r = http.start("GET", "%s/file/bot%s/%s" % (base, token, fp), timeout_ms=config.TG_SEND_TIMEOUT_MS,
+                       deadline_ms=_MEDIA_DEADLINE_MS).finish(buf=buf, sink=sink)
+        if r.status != 200:
+            raise OSError("download: HTTP %d" % r.status)
+    except BaseException:
+        f.close()
+        fs.remove(path)
+        raise
+    f.close()
+    return n[0]
+
+
+def transcribe(provider, path):
+    """The text of the voice note ``path`` (OGG Opus, as Telegram sends them): ``POST
+    {base}/audio/transcriptions`` as multipart/form-data, the file streamed from flash.
+    Raises ``LLMError``."""
+    import os
+
+    from mimi.llm import common, init, wire
+    from mimi.net import http
+    from mimi.storage import fs
+
+    b = "mimi-voice-%s" % "".join(["%02x" % c for c in os.urandom(8)])
     head = ('--%s\r\nContent-Disposition: form-data; name="model"\r\n\r\n%s\r\n--%s\r\nContent-Disposition: '
-            'form-data; name="file"; filename="voice.%s"\r\nContent-Type: %s\r\n\r\n') % (
-        b, _TRANSCRIBE_MODEL, b, "ogg" if "ogg" in mime else "bin", mime)
-    tail = "\r\n--%s--\r\n" % b
+            'form-data; name="file"; filename="voice.ogg"\r\nContent-Type: audio/ogg\r\n\r\n') % (
+        b, _TRANSCRIBE_MODEL, b)
 
     def body(w):
         w(head)
         f, _ = fs.open_read(path)
         try:
-            piece = bytearray(768)
-            mv = memoryview(piece)
+            buf = bytearray(768)
+            mv = memoryview(buf)
             while True:
-                n = f.readinto(piece)
+                n = f.readinto(buf)
                 if not n:
                     break
                 w(mv[:n])
         finally:
             f.close()
-        w(tail)
+        w("\r\n--%s--\r\n" % b)
 
     h = {"content-type": "multipart/form-data; boundary=" + b}
     if provider.headers.get("authorization"):
@@ -146,6 +192,4 @@ def transcribe(provider, path, mime):
         t = None
     if not isinstance(t, str):
         raise LLMError("%s sent a transcription without text" % provider.name, 200)
-    from mimi.llm import wire
-
     return wire.repair_utf16(t).strip()

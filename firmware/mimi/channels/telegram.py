@@ -71,9 +71,9 @@ _TG_ALBUM_MEDIA_MAX = const(4)  # images of one album given to the model
 # heap for as long as the module is loaded (docs/heap.md).
 
 
-def _to(cid):
-    """The ``chat_id`` (and ``message_thread_id`` of a forum topic) a call for ``cid`` carries."""
-    c, t = tgupdate.split_dest(cid)
+def _to(chat_id):
+    """The ``chat_id`` (and ``message_thread_id`` of a forum topic) a call for ``chat_id`` carries."""
+    c, t = tgupdate.split_dest(chat_id)
     p = {"chat_id": c}
     if t is not None:
         p["message_thread_id"] = t
@@ -154,17 +154,13 @@ class Telegram:
         """A poll's answer: the list of updates, or the start of the answer (the poll
         buffer, a bytearray; read it before the next poll) when it did not fit. Raises ``TgError``, ``OSError`` (also for an answer
         whose ``result`` is not a list)."""
-        return self._done(self._pruned(p), 2)
-
-    def _pruned(self, p):
-        """Finish the poll ``p`` with its answer read through ``tgupdate.Pruner`` into the
-        poll buffer (texts of replied-to messages capped, so a short reply to a long
-        message fits), the pieces passing through the send buffer."""
+        # Read through tgupdate.Pruner into the poll buffer, the pieces passing through the
+        # send buffer: texts of replied-to messages are capped, so a short reply to a long one fits.
         pr = tgupdate.Pruner(self.bufs[0])
         p.finish(buf=self.bufs[1], sink=pr.feed)
         p.body = memoryview(self.bufs[0])[:pr.n]
         p.truncated = pr.full
-        return p
+        return self._done(p, 2)
 
     def _done(self, r, want):
         """A finished call's answer: ``want`` 0 True, 1 the ``result``, 2 a poll's list of
@@ -353,9 +349,8 @@ class Telegram:
         for ``_TG_ALBUM_WAIT_MS``."""
         a = self.albums.get(key)
         if a is None:
-            if len(self.albums) >= 4:  # at most 4 albums at once: the oldest goes now
-                k = min(self.albums, key=lambda k: self.albums[k][1])
-                self.albums[k][1] = seam.ticks_add(now, -_TG_ALBUM_WAIT_MS)
+            for x in self.albums.values() if len(self.albums) >= 4 else ():  # at most 4 at once:
+                x[1] = seam.ticks_add(now, -_TG_ALBUM_WAIT_MS)  # the others go at the next tick
             self.albums[key] = [msg, now]
             return
         first = a[0]
@@ -368,32 +363,24 @@ class Telegram:
             if len(media) < _TG_ALBUM_MEDIA_MAX:
                 media.append(x)
 
-    def _migrated(self, m, cid):
-        """A service message saying the group became a supergroup (``migrate_to_chat_id``
-        in the old chat, ``migrate_from_chat_id`` in the new one)."""
-        to, frm = m.get("migrate_to_chat_id"), m.get("migrate_from_chat_id")
-        if type(to) is int:
-            self._move(cid, str(to))
-        elif type(frm) is int:
-            self._move(str(frm), cid)
-
-    def _move(self, old, new):
-        """Chat ``old`` is ``new`` now: its settings, history and reminders move
-        (``tgupdate.migrate``), and what waits to be sent there goes to the new id."""
+    def _move(self, chat_id, new):
+        """Chat ``chat_id`` is ``new`` now (a group became a supergroup): its settings,
+        history and reminders move (``tgupdate.migrate``), and what waits to be sent there
+        goes to the new id."""
         try:
-            if tgupdate.migrate(old, new):
-                log.info("tg", "%s is %s now", old, new)
+            if tgupdate.migrate(chat_id, new):
+                log.info("tg", "%s is %s now", chat_id, new)
         except (OSError, ValueError) as e:
-            log.warn("tg", "migrate %s: %s", old, e)
+            log.warn("tg", "migrate %s: %s", chat_id, e)
         for item in self.outq:
-            c, th = tgupdate.split_dest(item[0])
-            if c == old:
-                item[0] = tgupdate.dest(new, th)
+            c, t = tgupdate.split_dest(item[0])
+            if c == chat_id:
+                item[0] = tgupdate.dest(new, t)
 
-    def _blocked(self, cid, why):
-        """403 from chat ``cid``: drop what waits for it, and send nothing more there until
-        it writes again."""
-        base = tgupdate.split_dest(cid)[0]
+    def _blocked(self, chat_id, why):
+        """403 from chat ``chat_id``: drop what waits for it, and send nothing more there
+        until it writes again."""
+        base = tgupdate.split_dest(chat_id)[0]
         if base not in self.blocked:
             log.warn("tg", "%s: %s; not sending there", base, why[:60])
         self.blocked.add(base)
@@ -462,8 +449,13 @@ class Telegram:
                     kind = chat.get("type")
                     if kind == "channel" or cid == "None":
                         continue
-                    if "migrate_to_chat_id" in m or "migrate_from_chat_id" in m:  # a group became a supergroup
-                        self._migrated(m, cid)
+                    t = m.get("migrate_to_chat_id")  # a group became a supergroup: the old chat says so...
+                    if type(t) is int:
+                        self._move(cid, str(t))
+                        continue
+                    t = m.get("migrate_from_chat_id")  # ...and so does the new one
+                    if type(t) is int:
+                        self._move(str(t), cid)
                         continue
                     t = m.get("text")
                     cap = t is None  # media (with a caption, or none), or a service message
@@ -499,8 +491,8 @@ class Telegram:
                     self.blocked.discard(base)  # it writes again: it has unblocked the bot
                     media = tgupdate.media(m) if cap else None
                     if media is not None and media["kind"] not in ("image", "voice"):  # too big, or a type refused
-                        self.queue_text(cid, commands.text("media_" + media["kind"], media["what"],
-                                                           tgupdate.TG_IMAGE_MAX_BYTES // 1024), True)
+                        self.queue_text(cid, commands.text("media_too_big" if media["kind"] == "too_big" else
+                                                           "media_refused_type", media["name"], media["cap"] // 1024), True)
                         if t is None:
                             continue
                         media = None

@@ -24,8 +24,9 @@ Source: https://core.telegram.org/bots/api#message and the objects it holds.
   conversation, with its own history (session ``tg_<chat>_<thread>``), and replies and
   reminders go back to it.
 - Media the model can use (``media``): a photo (the largest ``PhotoSize`` within
-  ``TG_IMAGE_MAX_BYTES`` and ``TG_IMAGE_MAX_SIDE``), an image sent as a file (JPEG, PNG,
-  GIF, WebP within the byte cap), a voice note (within ``TG_VOICE_MAX_BYTES``).
+  ``_TG_IMAGE_MAX_BYTES``, 256 KB, and ``_TG_IMAGE_MAX_SIDE``, 1568 pixels), an image sent
+  as a file (JPEG, PNG, GIF, WebP within the byte cap), a voice note (within
+  ``_TG_VOICE_MAX_BYTES``, 1 MB).
 - A group upgraded to a supergroup (``migrate``): its allow-list entry, the owner
   setting, its history and its reminders move to the new id.
 """
@@ -39,40 +40,35 @@ _TG_QUOTE_MAX_CHARS = const(400)  # of a replied-to message or quote, shown to t
 _TG_NAME_MAX_BYTES = const(64)  # of a name shown to the model (Telegram allows 64 + 64 characters)
 _TG_NESTED_STRING_MAX_BYTES = const(2048)  # of a JSON string in a replied-to message or quote (as sent)
 _TG_NESTED_ITEMS_MAX = const(8)  # items of an array there (a replied-to message's entities, photo sizes)
-TG_IMAGE_MAX_BYTES = const(262144)  # a photo or image file sent to the model
-TG_IMAGE_MAX_SIDE = const(1568)  # pixels, the longest side (Anthropic scales larger ones down)
-TG_VOICE_MAX_BYTES = const(1048576)  # a voice note sent for transcription (Opus: about 8 minutes)
-IMAGE_TYPES = const(" image/jpeg image/png image/gif image/webp ")  # what both vision APIs take
+_TG_IMAGE_MAX_BYTES = const(262144)  # a photo or image file sent to the model
+_TG_IMAGE_MAX_SIDE = const(1568)  # pixels, the longest side (Anthropic scales larger ones down)
+_TG_VOICE_MAX_BYTES = const(1048576)  # a voice note sent for transcription (Opus: about 8 minutes)
+_IMAGE_TYPES = const(" image/jpeg image/png image/gif image/webp ")  # what both vision APIs take
+# (Every name and short string here costs a qstr, interned for good: docs/heap.md.)
 
 
-def fix(s):
-    """``s`` with its surrogate pairs joined (``tgformat.fix_surrogates``); '' for a non-str."""
-    return tgformat.fix_surrogates(s) if isinstance(s, str) else ""
-
-
-def name(who):
+def name(d):
     """A ``User`` or ``Chat`` dict as a short one-line name: "Ann Lee (@ann)", a title."""
-    if not isinstance(who, dict):
-        return "someone"
-    n = fix(who.get("title")) or (fix(who.get("first_name")) + " " + fix(who.get("last_name"))).strip()
-    u = who.get("username")
-    if isinstance(u, str) and u:
-        n = "%s (@%s)" % (n, u) if n else "@" + u
+    n = ""
+    if isinstance(d, dict):
+        for k in ("title", "first_name", "last_name"):
+            if isinstance(d.get(k), str):
+                n = (n + " " + tgformat.fix_surrogates(d[k])).strip()
+        if isinstance(d.get("username"), str) and d["username"]:
+            n = "%s (@%s)" % (n, d["username"]) if n else "@" + d["username"]
     b = n.replace("\n", " ").replace("\r", " ").encode()
     if len(b) > _TG_NAME_MAX_BYTES:
         from mimi.storage import fs
 
         b = b[:fs.utf8_end(b, _TG_NAME_MAX_BYTES - 3)] + b"..."
-    return str(b, "utf-8") or "someone"
+    return str(b, "utf-8") or "someone without a name"
 
 
-def sender(m, me_id=None):
-    """Who wrote message ``m``: "you" (the bot), the ``sender_chat`` (channel, anonymous
-    admin), else ``from``."""
+def sender(m, me=None):
+    """Who wrote message ``m``: None for the bot (user id ``me``), else the ``sender_chat``
+    (a channel, an anonymous admin) or ``from``, as ``name`` gives it."""
     f = m.get("from") if isinstance(m.get("from"), dict) else {}
-    if me_id is not None and f.get("id") == me_id:
-        return "you"
-    return name(m.get("sender_chat") or f)
+    return None if me is not None and f.get("id") == me else name(m.get("sender_chat") or f)
 
 
 def expand(text, entities):
@@ -85,79 +81,69 @@ def expand(text, entities):
             continue
         t = e.get("type")
         if t == "text_link" and isinstance(e.get("url"), str):
-            add = e["url"]
+            t = tgformat.fix_surrogates(e["url"])
         elif t == "text_mention" and isinstance(e.get("user"), dict):
-            add = "%s, user %s" % (name(e["user"]), e["user"].get("id"))
+            t = "%s, user %s" % (name(e["user"]), e["user"].get("id"))
         else:
             continue
-        adds.append((e["offset"] + e["length"], fix(add)))
+        adds.append((e["offset"] + e["length"], t))
     if not adds:
         return text
-    adds.sort(key=lambda a: a[0])
+    adds.sort()
     b = text.encode()
     out = []
-    units = last = 0
-    k = 0
+    units = last = j = 0
     for i in range(len(b) + 1):
-        while k < len(adds) and adds[k][0] <= units and (i == len(b) or b[i] & 0xC0 != 0x80):
-            if b[last:i].decode().rstrip().endswith(adds[k][1]):  # the text is the URL already
-                k += 1
-                continue
-            out.append(b[last:i])
-            out.append((" (%s)" % adds[k][1]).encode())
-            last = i
-            k += 1
+        while j < len(adds) and adds[j][0] <= units and (i == len(b) or b[i] & 0xC0 != 0x80):
+            if not b[last:i].decode().rstrip().endswith(adds[j][1]):  # (a link whose text is its URL: once)
+                out.append(b[last:i])
+                out.append((" (%s)" % adds[j][1]).encode())
+                last = i
+            j += 1
         if i < len(b) and b[i] & 0xC0 != 0x80:
             units += 2 if b[i] >= 0xF0 else 1
     out.append(b[last:])
     return b"".join(out).decode()
 
 
-def _cut(s, n):
-    """At most ``n`` characters of ``s``, one line per line break kept, "..." when cut."""
-    s = s.strip()
-    return s if len(s) <= n else s[:n].rstrip() + "..."
-
-
-def _what(m):
-    """A replied-to message's text or caption, or what it holds ("a photo")."""
-    t = fix(m.get("text")) or fix(m.get("caption"))
-    if t:
-        return expand(t, m.get("entities") or m.get("caption_entities"))
-    for k in ("photo", "voice", "document", "video", "sticker", "audio", "location", "poll"):
-        if k in m:
-            return "(a %s)" % k
-    return ""
-
-
-def lead(m, me_id=None):
+def lead(m, me=None):
     """The lines put before the text of ``m`` for the model: who it was forwarded from,
-    what it replies to or quotes. "" when neither."""
+    what it replies to or quotes (the bot's own user id: ``me``). "" when neither."""
     out = []
     o = m.get("forward_origin")
     if isinstance(o, dict):
-        who = o.get("sender_user") or o.get("sender_chat") or o.get("chat")
-        n = name(who) if who else fix(o.get("sender_user_name")) or "someone"
-        out.append("[Forwarded from %s]\n" % n)
+        d = o.get("sender_user") or o.get("sender_chat") or o.get("chat")
+        out.append("[Forwarded from %s]\n" % (name(d) if d else name({"title": o.get("sender_user_name")})))
     r = m.get("reply_to_message")
     x = m.get("external_reply")
     q = m.get("quote")
     if isinstance(r, dict) or isinstance(x, dict):
-        src = r if isinstance(r, dict) else x
-        who = sender(src, me_id) if isinstance(r, dict) else name((x.get("origin") or {}).get(
-            "sender_user") or (x.get("origin") or {}).get("chat") or x.get("chat"))
+        if isinstance(r, dict):
+            d = sender(r, me)
+        else:
+            r = x
+            d = name((x.get("origin") or {}).get("sender_user") or (x.get("origin") or {}).get("chat") or x.get("chat"))
+        d = "your (the assistant's) message" if d is None else "a message from " + d
         t = q.get("text") if isinstance(q, dict) else None
         if isinstance(t, str) and t:
-            t, how = expand(fix(t), q.get("entities")), "quoting the part"
-        else:
-            t, how = _what(src), "which said"
-        if who == "you":
-            who = "your (the assistant's) message"
-        else:
-            who = "a message from " + who
+            how = "quoting the part"
+            t = expand(tgformat.fix_surrogates(t), q.get("entities"))
+        else:  # its text or caption, else what it holds
+            how = "which said,"
+            t = r.get("text") if isinstance(r.get("text"), str) else r.get("caption")
+            if isinstance(t, str) and t:
+                t = expand(tgformat.fix_surrogates(t), r.get("entities") or r.get("caption_entities"))
+            else:
+                t = ""
+                for k in ("photo", "voice", "document", "video", "sticker", "audio", "location", "poll"):
+                    if k in r:
+                        t = "(a %s, not shown)" % k
+                        break
+        t = t.strip()
+        if len(t) > _TG_QUOTE_MAX_CHARS:
+            t = t[:_TG_QUOTE_MAX_CHARS].rstrip() + "..."
         if t:  # (a reply to a message with nothing to show says nothing)
-            out.append('[Replying to %s, %s (quoted, not the user\'s words): "%s"]\n' % (
-                who, how, _cut(t, _TG_QUOTE_MAX_CHARS)))
+            out.append('[Replying to %s, %s (quoted, not the user\'s words): "%s"]\n' % (d, how, t))
     return "".join(out)
 
 
@@ -179,68 +165,64 @@ def split_dest(d):
     return (c, int(t)) if t.isdigit() else (d, None)
 
 
-def _size(x, cap):
-    """The file's size is within ``cap``, or unknown (the download is capped then)."""
-    s = x.get("file_size")
-    return s is None or type(s) is int and 0 < s <= cap
-
-
 def media(m):
     """What of ``m`` the model can be given, or None: ``{"kind": "image"|"voice",
-    "file_id", "size" (bytes, or None when Telegram did not say), "mime"}``, or ``{"kind":
-    "too_big"|"type", "what"}`` for an image or voice note it cannot be given (too large,
-    a file type the vision APIs refuse)."""
+    "file_id", "size" (bytes, or None when Telegram did not say), "mime", "cap"}`` (the
+    most bytes it may have), or ``{"kind": "too_big"|"type", "name", "cap"}`` for an image
+    or voice note it cannot be given (too large, a file type the vision APIs refuse)."""
     p = m.get("photo")
+    d = m.get("document")
+    v = m.get("voice")
+    cap = _TG_IMAGE_MAX_BYTES
     if isinstance(p, list) and p:
         best = None
-        for s in p:  # smallest first, as Telegram lists them; keep the largest that fits
-            if isinstance(s, dict) and isinstance(s.get("file_id"), str) and _size(s, TG_IMAGE_MAX_BYTES) and \
-                    max(s.get("width") or 0, s.get("height") or 0) <= TG_IMAGE_MAX_SIDE:
-                best = s
+        for x in p:  # smallest first, as Telegram lists them; keep the largest that fits
+            n = x.get("file_size") if isinstance(x, dict) else 0
+            if isinstance(x, dict) and isinstance(x.get("file_id"), str) and (n is None or 0 < n <= cap) and \
+                    max(x.get("width") or 0, x.get("height") or 0) <= _TG_IMAGE_MAX_SIDE:
+                best = x
         if best is None:
-            return {"kind": "too_big", "what": "photo"}
-        return {"kind": "image", "file_id": best["file_id"], "size": best.get("file_size"), "mime": "image/jpeg"}
-    d = m.get("document")
-    if isinstance(d, dict) and str(d.get("mime_type") or "")[:6] == "image/":
-        if " %s " % d["mime_type"] not in IMAGE_TYPES:
-            return {"kind": "type", "what": d["mime_type"]}
-        if not _size(d, TG_IMAGE_MAX_BYTES):
-            return {"kind": "too_big", "what": "image"}
-        return {"kind": "image", "file_id": d.get("file_id"), "size": d.get("file_size"), "mime": d["mime_type"]}
-    v = m.get("voice")
+            return {"kind": "too_big", "name": "photo", "cap": cap}
+        return {"kind": "image", "file_id": best["file_id"], "size": best.get("file_size"), "mime": "image/jpeg",
+                "cap": cap}
+    if isinstance(d, dict) and str(d.get("mime_type"))[:5] == "image":
+        n = d.get("file_size")
+        if " %s " % d["mime_type"] not in _IMAGE_TYPES:
+            return {"kind": "type", "name": d["mime_type"], "cap": cap}
+        if n is not None and not 0 < n <= cap:
+            return {"kind": "too_big", "name": "image", "cap": cap}
+        return {"kind": "image", "file_id": d.get("file_id"), "size": n, "mime": d["mime_type"], "cap": cap}
     if isinstance(v, dict) and isinstance(v.get("file_id"), str):
-        if not _size(v, TG_VOICE_MAX_BYTES):
-            return {"kind": "too_big", "what": "voice note"}
-        return {"kind": "voice", "file_id": v["file_id"], "size": v.get("file_size"),
-                "mime": str(v.get("mime_type") or "audio/ogg")}
+        n = v.get("file_size")
+        cap = _TG_VOICE_MAX_BYTES
+        if n is not None and not 0 < n <= cap:
+            return {"kind": "too_big", "name": "voice note", "cap": cap}
+        return {"kind": "voice", "file_id": v["file_id"], "size": n, "mime": str(v.get("mime_type") or "audio/ogg"),
+                "cap": cap}
     return None
 
 
-def migrate(old, new):
-    """Move chat ``old`` (a group) to ``new`` (the supergroup it became): its place in the
-    allow-list, the ``owner_chat`` setting, its history files (``tg_<old>*.jsonl`` when the
-    new chat has none yet) and its reminders. Returns True when ``old`` was allowed (then
-    nothing of it is left under the old id), False when nothing was moved."""
+def migrate(chat_id, new):
+    """Move chat ``chat_id`` (a group) to ``new`` (the supergroup it became): its place in
+    the allow-list, the ``owner_chat`` setting, its history (when the new chat has none
+    yet) and its reminders. Returns True when it was allowed (then nothing of it is left
+    under the old id), False when nothing was moved."""
     from mimi import commands
 
-    old, new = str(old), str(new)
+    chat_id, new = str(chat_id), str(new)
     ids = commands.allowed()
-    if old not in ids:
+    if chat_id not in ids:
         return False
-    ids = [new if c == old else c for c in ids]
+    ids = [new if c == chat_id else c for c in ids]
     config.set("allowed_chats", ",".join([c for i, c in enumerate(ids) if c not in ids[:i]]))
-    if config.get("owner_chat") == old:
+    if config.get("owner_chat") == chat_id:
         config.set("owner_chat", new)
     from mimi.storage import cronjobs, fs, sessions
 
-    for name_ in fs.listdir("/data/sessions") if fs.size("/data/sessions") is not None else ():
-        n = name_[0]
-        k = sessions.key_for("telegram", old)
-        if n == k + ".jsonl" or n.startswith(k + "_") and n.endswith(".jsonl"):
-            dst = "/data/sessions/" + sessions.key_for("telegram", new) + n[len(k):]
-            if fs.size(dst) is None:
-                fs.rename("/data/sessions/" + n, dst)
-    cronjobs.rechat(old, new)
+    a, b = sessions.path_for(sessions.key_for("telegram", chat_id)), sessions.path_for(sessions.key_for("telegram", new))
+    if fs.size(a) is not None and fs.size(b) is None:  # (a group has no topics: one file)
+        fs.rename(a, b)
+    cronjobs.rechat(chat_id, new)
     return True
 
 
@@ -275,8 +257,8 @@ class Pruner:
         if self.s >= 0:
             self.s += k
 
-    def feed(self, piece):
-        p = bytes(piece)
+    def feed(self, data):
+        p = bytes(data)
         i, n = 0, len(p)
         st = self.stack
         while i < n:

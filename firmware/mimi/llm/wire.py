@@ -26,7 +26,7 @@ end, tool_calls -> tool_use, length -> max_tokens, content_filter -> refusal.
 
 Images (a user message's ``images``: files on flash, ``[{"path", "mime"}]``) make that
 message's content a list of blocks, the images first, each streamed as base64
-(``image_block``); the history on flash never holds them.
+(``user_blocks``); the history on flash never holds them.
 
 Both: ``<think>...</think>`` is stripped so thinking never reaches the chat; tool-call
 arguments that are not a JSON object become a call with ``"error"``, which the agent
@@ -124,46 +124,39 @@ def body(w, p, system, messages, tools, max_tokens):
 
 
 def user_blocks(w, m, a):
-    """Write user message ``m``'s content blocks (no brackets): its ``images``, each
-    streamed from flash as base64 (``image_block``), then its text. ``a``: Anthropic."""
-    for img in m.get("images") or ():
-        image_block(w, img, a)
-        w(",")
-    w(json.dumps({"type": "text", "text": m.get("content") or "(empty)"}))
-
-
-def image_block(w, img, a):
-    """Write one image block for ``img`` (``{"path", "mime"}``, a file on flash): Anthropic
-    ``{"type": "image", "source": {"type": "base64", "media_type", "data"}}``
-    (https://docs.anthropic.com/en/docs/build-with-claude/vision), OpenAI ``{"type":
+    """Write user message ``m``'s content blocks (no brackets; ``a``: Anthropic): its
+    ``images`` (``{"path", "mime"}``, files on flash), then its text. An image block is
+    Anthropic's ``{"type": "image", "source": {"type": "base64", "media_type", "data"}}``
+    (https://docs.anthropic.com/en/docs/build-with-claude/vision) or OpenAI's ``{"type":
     "image_url", "image_url": {"url": "data:<mime>;base64,..."}}``
-    (https://platform.openai.com/docs/guides/images-vision). The file is read 768 bytes at
-    a time and each piece encoded as it goes (1 KB of base64): never whole in RAM.
-    Raises ``OSError`` when the file is gone."""
+    (https://platform.openai.com/docs/guides/images-vision); the file is read 768 bytes at
+    a time and each piece encoded as it goes (1 KB of base64): never whole in RAM. Raises
+    ``OSError`` when a file is gone."""
     import binascii
 
     from mimi.storage import fs
 
-    mime = img.get("mime") or "image/jpeg"
-    w('{"type":"image","source":{"type":"base64","media_type":"%s","data":"' % mime if a else
-      '{"type":"image_url","image_url":{"url":"data:%s;base64,' % mime)
-    f, _ = fs.open_read(img["path"])
-    try:
-        piece = bytearray(768)  # a multiple of 3: no padding until the end
-        mv = memoryview(piece)
-        while True:
-            n = 0
-            while n < len(piece):  # whole pieces: padding only at the very end
-                k = f.readinto(mv[n:])
-                if not k:
+    for img in m.get("images") or ():
+        w('{"type":"image","source":{"type":"base64","media_type":"%s","data":"' % img["mime"] if a else
+          '{"type":"image_url","image_url":{"url":"data:%s;base64,' % img["mime"])
+        f, _ = fs.open_read(img["path"])
+        try:
+            buf = bytearray(768)  # a multiple of 3: no padding until the end
+            mv = memoryview(buf)
+            while True:
+                n = 0
+                while n < len(buf):  # whole pieces: padding only at the very end
+                    k = f.readinto(mv[n:])
+                    if not k:
+                        break
+                    n += k
+                if not n:
                     break
-                n += k
-            if not n:
-                break
-            w(binascii.b2a_base64(mv[:n], newline=False))
-    finally:
-        f.close()
-    w('"}}')
+                w(binascii.b2a_base64(mv[:n], newline=False))
+        finally:
+            f.close()
+        w('"}},')
+    w(json.dumps({"type": "text", "text": m.get("content") or "(empty)"}))
 
 
 def parse(d, protocol, name, esc=True):

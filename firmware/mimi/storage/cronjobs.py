@@ -187,15 +187,15 @@ def remove(job_id):
     sessions.delete(sessions.key_for("cron", job_id))
 
 
-def rechat(old, new):
-    """Point every job of chat ``old`` at chat ``new`` (a group upgraded to a supergroup
+def rechat(chat_id, new):
+    """Point every job of chat ``chat_id`` at chat ``new`` (a group upgraded to a supergroup
     gets a new id: Bot API ``migrate_to_chat_id``). Returns how many moved; ``ValueError``
     if the file is damaged."""
     with _lock:
         seq, jobs = _load()
         n = 0
         for j in jobs:
-            if str(j.get("chat_id")) == old:
+            if str(j.get("chat_id")) == chat_id:
                 j["chat_id"] = new
                 n += 1
         if n:
