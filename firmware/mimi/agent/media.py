@@ -113,17 +113,15 @@ def fetch(file_id, path, cap):
     r = http.request("POST", "%s/bot%s/getFile" % (base, token), {"Content-Type": "application/json"},
                      json.dumps({"file_id": file_id}), timeout_ms=config.TG_SEND_TIMEOUT_MS, buf=buf,
                      deadline_ms=config.TG_CALL_DEADLINE_MS)
+    d = fp = size = None
     try:
         d = r.json()
-    except ValueError:
-        raise OSError("getFile: not the Bot API's answer (HTTP %d)" % r.status)
-    f = d.get("result") if isinstance(d, dict) else None
-    if r.status != 200 or not isinstance(f, dict):
-        raise ValueError("getFile: %s" % (d.get("description") if isinstance(d, dict) else r.status))
-    fp = f.get("file_path")
-    if not isinstance(fp, str) or not fp or fp[0] == "/":
-        raise ValueError("getFile gave no path to download")
-    if type(f.get("file_size")) is int and f["file_size"] > cap:
+        fp, size = d["result"]["file_path"], d["result"].get("file_size")
+    except Exception:  # noqa: BLE001 - not JSON, an error answer, no path: the status says it
+        pass
+    if r.status != 200 or not isinstance(fp, str) or not fp or fp[0] == "/":  # "/": a local server's own disk
+        raise ValueError("getFile: HTTP %d %s" % (r.status, d.get("description") if isinstance(d, dict) else ""))
+    if type(size) is int and size > cap:
         raise OSError("too big")
     n = [0]
     f = fs.open_write(path)
