@@ -117,3 +117,9 @@ def test_topics_replies_migration_and_a_blocked_user():
     assert commands.allowed() == ["42", "-1009", "-100555", "43"], commands.allowed()
     assert by["-100555"]["text"] == "in the new group"
     assert "43" in tg.blocked
+
+
+def test_a_text_turn():
+    """(For tools/bench_media.py: the same chain with a text message, to compare heaps.)"""
+    b, tg, agent = _chain()
+    _run(b, tg, agent, 1)

@@ -53,6 +53,10 @@ def _chats(tg, llm):
                Reply.text("x" * 5000))  # two chunks for 43: the first is refused, the second never tried
 
 
+def _check_text(tg, llm, provider):
+    assert tg.texts(42) == ["a cat"] and llm.images == []
+
+
 def _check_photo(tg, llm, provider):
     assert llm.images == [("image/jpeg", JPEG)]
     assert tg.texts(42) == ["a cat"]
@@ -94,7 +98,13 @@ def _check_chats(tg, llm, provider):
     assert '"the end"]' in str(quoted) and LONG[:50] not in str(quoted)
 
 
+def _text(tg, llm):
+    tg.inject_text(42, "what is it?")
+    llm.script(Reply.text("a cat"))
+
+
 CASE = {
+    "test_a_text_turn": (_text, _check_text),
     "test_a_photo_reaches_the_model_and_the_history_keeps_a_placeholder": (_photo, _check_photo),
     "test_an_album_is_one_turn_with_all_its_captions": (_album, _check_album),
     "test_a_voice_note_is_transcribed_or_the_user_told": (_voice, _check_voice),
