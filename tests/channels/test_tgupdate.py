@@ -183,3 +183,12 @@ def test_a_migrated_group_keeps_its_place_history_and_reminders():
     assert fs.size(sessions.path_for(sessions.key_for("telegram", "-555"))) is None
     assert [j["chat_id"] for j in cronjobs.list()] == ["-100555"]
     assert not tu.migrate("-555", "-100555")  # the second service message changes nothing
+
+
+def test_a_reminder_made_in_a_topic_is_kept_for_that_topic():
+    support.fresh_flash()
+    from mimi.storage import cronjobs
+
+    j = cronjobs.add({"kind": "every", "every_s": 60, "text": "stand up", "chat_id": "-1009:100"})
+    assert [x["chat_id"] for x in cronjobs.list() if x["id"] == j] == ["-1009:100"]
+    support.raises(ValueError, cronjobs.add, {"kind": "every", "every_s": 60, "text": "x", "chat_id": "-1009:ab"})

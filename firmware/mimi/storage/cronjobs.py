@@ -122,7 +122,9 @@ def validate(spec, now_s=None):
         raise ValueError(need)
     if len(text.encode()) > _CRON_TEXT_MAX_BYTES:
         raise ValueError("text is over %d bytes" % _CRON_TEXT_MAX_BYTES)
-    if channel == "telegram" and not (chat.lstrip("-").isdigit() and chat.count("-") <= 1):
+    c, colon, topic = chat.partition(":")  # "<chat>:<thread>": a forum topic (mimi.channels.tgupdate)
+    if channel == "telegram" and not (c.lstrip("-").isdigit() and c.count("-") <= 1 and (
+            not colon or topic.isdigit())):
         raise ValueError("chat_id for telegram must be a number, got '%s'" % chat)
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, float)) or not 0 <= n < _TIME_MAX
                           or n != int(n)):  # the range first: int() of inf raises, of nan too
