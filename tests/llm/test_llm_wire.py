@@ -326,3 +326,34 @@ def test_surrogate_escapes_are_detected_in_the_raw_reply():
                       (b'{"t":"\\u00e9 \\ud7ff"}', False), (b'{"t":"plain"}', False), (b'\\ud', False)):
         buf = bytearray(raw) + bytearray(8)
         assert common._utf16_escapes(buf, len(raw)) == want, raw
+
+
+def test_images_are_streamed_from_flash_as_blocks_before_the_text():
+    import binascii
+
+    root = support.fresh_flash()
+    data = bytes(range(256)) * 9 + b"xy"  # 2306 bytes: pieces of 768, padding only at the end
+    support.write(root + "/data/state/media_0", data)
+    msgs = [{"role": "user", "content": "[photo]\nwhat is it?", "images": [
+        {"path": "/data/state/media_0", "mime": "image/png", "size": len(data)}]}]
+    b64 = binascii.b2a_base64(data, newline=False).decode()
+    for proto in ("anthropic", "openai"):
+        p = common.Provider(proto, proto, "http://h/v1", "k", "m")
+        writes = []
+        wire.body(writes.append, p, "sys", msgs, None, 100)
+        again = []
+        wire.body(again.append, p, "sys", msgs, None, 100)  # http counts, then sends: the same bytes
+        data_out = b"".join([w.encode() if isinstance(w, str) else bytes(w) for w in writes])
+        assert data_out == b"".join([w.encode() if isinstance(w, str) else bytes(w) for w in again])
+        assert max([len(w) for w in writes]) < 1100  # no piece anywhere near the image's size
+        c = json.loads(data_out)["messages"][-1]["content"]
+        if proto == "anthropic":
+            assert c[0] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
+        else:
+            assert c[0] == {"type": "image_url", "image_url": {"url": "data:image/png;base64," + b64}}
+        assert c[1] == {"type": "text", "text": "[photo]\nwhat is it?"}
+    # after tool results (Anthropic): the image joins the results' user message
+    p = common.Provider("anthropic", "anthropic", "http://h", "k", "m")
+    hist = HISTORY[:4] + [dict(msgs[0])]
+    c = _body(p, "s", hist, None, 10)["messages"][-1]["content"]
+    assert [b["type"] for b in c] == ["tool_result", "tool_result", "image", "text"]
