@@ -112,7 +112,9 @@ def test_a_reply_to_a_photo_without_caption_and_a_forward():
 def test_a_channel_posting_in_its_group_is_named_by_its_chat():
     m = msg({"from": {"id": 136817688, "is_bot": True, "first_name": "Channel", "username": "Channel_Bot"},
              "sender_chat": {"id": -1001, "title": "My channel", "type": "channel"}})
-    assert tu.sender(m, ME) == "My channel"
+    assert tu.name(m.get("sender_chat") or m.get("from")) == "My channel"  # what the channel puts in "user"
+    m = msg({"text": "ok", "reply_to_message": dict(m, text="a post")})
+    assert tu.lead(m, ME).startswith("[Replying to a message from My channel, which said,")
 
 
 def test_huge_names_are_cut_and_kept_on_one_line():
@@ -120,7 +122,6 @@ def test_huge_names_are_cut_and_kept_on_one_line():
     assert "\n" not in n and len(n.encode()) <= 64 and n.endswith("...")
     assert tu.name(msg({"first_name": "Ann", "last_name": "Lee"})) == "Ann Lee"
     assert tu.name(None) == "someone without a name"
-    assert tu.sender(msg({"from": {"id": ME}}), ME) is None  # the bot itself
 
 
 def test_entities_keep_link_urls_and_mentioned_users():

@@ -114,10 +114,10 @@ class Agent:
         except llm.LLMError as e:
             log.warn(_TAG, "%s: %s", chat, e.user_message)
             reply = llm.pick(_MSG, "llm") % e.user_message
-            if msg.get("media"):  # a model without vision refused the image: say so plainly
-                from mimi.agent import media
+            if msg.get("media") and e.status == 400 and "image" in e.user_message.lower():
+                from mimi import commands  # a model without vision refused the image: say so plainly
 
-                reply = media.no_vision(e, self.provider()) or reply
+                reply = commands.text("media_no_vision", self.provider().model)
         except MemoryError:
             seam.collect()
             log.error(_TAG, "%s: no mem", chat)

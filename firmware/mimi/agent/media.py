@@ -14,7 +14,7 @@ the turn, on the agent thread:
   caption, not the image; ``clean`` removes the files after the turn. A provider known to
   have no vision (the ``deepseek`` preset: its API takes text only) gets no request: the
   user is told at once; elsewhere a 400 naming the image becomes the same plain answer
-  (``no_vision``).
+  (``mimi.agent.loop``).
 - a voice note is transcribed where the provider has OpenAI's
   ``POST {base}/audio/transcriptions`` (https://platform.openai.com/docs/api-reference/
   audio/createTranscription: multipart ``file`` and ``model``, answer ``{"text"}``): the
@@ -90,16 +90,6 @@ def clean():
             pass
 
 
-def no_vision(e, provider):
-    """The answer for ``LLMError`` ``e`` on a turn with images: "cannot look at images"
-    when the server refused the request (400) naming an image, else None."""
-    if e.status == 400 and "image" in (e.user_message or "").lower():
-        from mimi import commands
-
-        return commands.text("media_no_vision", provider.model)
-    return None
-
-
 def fetch(file_id, path, cap):
     """Save Telegram file ``file_id`` as ``path`` (a device path under ``/data``); return
     its size in bytes. Raises ``OSError`` (network, an answer that is not the Bot API's,
@@ -123,25 +113,18 @@ def fetch(file_id, path, cap):
         raise ValueError("getFile: HTTP %d %s" % (r.status, d.get("description") if isinstance(d, dict) else ""))
     if type(size) is int and size > cap:
         raise OSError("too big")
-    n = [0]
     f = fs.open_write(path)
-    try:
-        def sink(data):
-            n[0] += len(data)
-            if n[0] > cap:
-                raise OSError("too big")
-            f.write(data)
-
+    try:  # straight to flash, at most cap + 1 bytes read: one more means too big
         r = http.start("GET", "%s/file/bot%s/%s" % (base, token, fp), timeout_ms=config.TG_SEND_TIMEOUT_MS,
-                       deadline_ms=_MEDIA_DEADLINE_MS).finish(buf=buf, sink=sink)
-        if r.status != 200:
-            raise OSError("download: HTTP %d" % r.status)
+                       deadline_ms=_MEDIA_DEADLINE_MS).finish(buf=buf, cap=cap, sink=f.write)
+        if r.status != 200 or r.truncated:
+            raise OSError("too big" if r.truncated else "download: HTTP %d" % r.status)
     except BaseException:
         f.close()
         fs.remove(path)
         raise
     f.close()
-    return n[0]
+    return fs.size(path)
 
 
 def transcribe(provider, path):

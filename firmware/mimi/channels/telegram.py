@@ -517,7 +517,7 @@ class Telegram:
                     from mimi.storage import sessions
 
                     msg = {"channel": "telegram", "chat_id": cid, "text": tgupdate.lead(m, self.me.get("id")) + t,
-                           "session": sessions.key_for("telegram", cid), "user": tgupdate.sender(m),
+                           "session": sessions.key_for("telegram", cid), "user": tgupdate.name(m.get("sender_chat") or m.get("from")),
                            "message_id": m.get("message_id"), "is_group": group}
                     if media is not None:
                         msg["media"] = [media]

@@ -64,13 +64,6 @@ def name(d):
     return str(b, "utf-8") or "someone without a name"
 
 
-def sender(m, me=None):
-    """Who wrote message ``m``: None for the bot (user id ``me``), else the ``sender_chat``
-    (a channel, an anonymous admin) or ``from``, as ``name`` gives it."""
-    f = m.get("from") if isinstance(m.get("from"), dict) else {}
-    return None if me is not None and f.get("id") == me else name(m.get("sender_chat") or f)
-
-
 def expand(text, entities):
     """``text`` with the URL of each ``text_link`` written after its text ("docs
     (https://...)") and the user of each ``text_mention`` after the name ("Ann (user
@@ -118,8 +111,9 @@ def lead(m, me=None):
     x = m.get("external_reply")
     q = m.get("quote")
     if isinstance(r, dict) or isinstance(x, dict):
-        if isinstance(r, dict):
-            d = sender(r, me)
+        if isinstance(r, dict):  # the bot (user id me) itself, else a channel or anonymous admin, else its user
+            d = r.get("from") if isinstance(r.get("from"), dict) else {}
+            d = None if me is not None and d.get("id") == me else name(r.get("sender_chat") or d)
         else:
             r = x
             d = name((x.get("origin") or {}).get("sender_user") or (x.get("origin") or {}).get("chat") or x.get("chat"))
