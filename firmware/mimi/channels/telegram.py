@@ -27,10 +27,20 @@ In (https://core.telegram.org/bots/api#getupdates):
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
   ``TG_DENY_CHATS_MAX`` chats remembered), or pairs by sending the console's one-time
   code; strangers never reach the agent.
-- Text and captions of media go to the agent; other kinds (sticker, voice, location, ...)
-  get ``TG_MEDIA_REPLY``; service messages, edits and callback queries are ignored
-  (a callback query is answered so the client stops its spinner). In groups, only
-  messages that mention the bot or reply to it count.
+- Text and captions of media go to the agent, as ``tgupdate`` reads them (replies and
+  quotes, forwards, hidden links, names); photos, image files and voice notes go as the
+  message's ``media`` (fetched by ``mimi.agent.media`` on the agent thread); other kinds
+  (sticker, location, ...) get ``TG_MEDIA_REPLY``; service messages, edits (answered
+  once, not again) and callback queries are ignored (a callback query is answered so the
+  client stops its spinner). In groups, only messages that mention the bot or reply to it
+  count. The poll answer is read through ``tgupdate.Pruner`` (a replied-to message's
+  text capped), so a short reply to a long message fits the poll buffer.
+- A forum topic's messages are answered in the topic: the chat id is
+  ``"<chat_id>:<message_thread_id>"`` from here on (``tgupdate.dest``), its own session.
+  An album (``media_group_id``) is held until ``_TG_ALBUM_WAIT_MS`` passed without a
+  part, then goes as one message. A group upgraded to a supergroup (the service
+  messages, or a send answered with ``parameters.migrate_to_chat_id``) moves to the new
+  id with its settings, history, reminders and queued replies (``_move``).
 - Commands ``/start /help /new /status /model /provider /memory`` are answered here
   (``mimi.commands``) and registered with ``setMyCommands``; others go to the agent.
 
@@ -46,7 +56,10 @@ Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
   answers that are not the Bot API's JSON (a proxy's HTML page, a list, cut JSON, fields
   of the wrong type): back off 1 s doubling to 60 s. None of them ends the I/O thread.
   A reply chunk is tried at most ``TG_SEND_TRIES`` times (any failure counts; a 4xx other
-  than 429 drops it at once), then dropped, logged.
+  than 429 drops it at once), then dropped, logged. 403 (the user blocked the bot, or it
+  left the group) drops everything queued for that chat, and nothing more is sent there
+  until it writes again (``blocked``); "message thread not found" (a deleted topic)
+  sends it to the chat instead.
 - Deadlines: every call is over within ``TG_CALL_DEADLINE_MS`` (connection included), the
   long poll within ``TG_POLL_DEADLINE_MS``, however slowly the server trickles; and a
   ``tick`` that has spent ``TG_CALL_DEADLINE_MS`` leaves the rest (next poll, sends,
