@@ -371,8 +371,8 @@ class Telegram:
         t = msg["text"].strip()
         if t:
             first["text"] = (first["text"].rstrip() + "\n" + t).strip()
-        media = first.setdefault("media", [])
         for x in msg.get("media") or ():
+            media = first.setdefault("media", [])
             if len(media) < _TG_ALBUM_MEDIA_MAX:
                 media.append(x)
 
@@ -517,11 +517,14 @@ class Telegram:
                             if k in m:
                                 kind = k
                                 break
-                        if t is None:  # media without a caption, or a service message (member joined, ...)
+                        if t is None and kind and isinstance(m.get("media_group_id"), str):
+                            t = ""  # a part of an album: the album gets one answer, not one per part
+                        elif t is None:  # media without a caption, or a service message (member joined, ...)
                             if kind:
                                 self.queue_text(cid, config.TG_MEDIA_REPLY, True)
                             continue
-                        t = commands.text("caption", kind or "file", t)
+                        else:
+                            t = commands.text("caption", kind or "file", t)
                     elif t[:1] == "/":
                         r = commands.run(t, "telegram", cid)
                         if r is not None:
@@ -530,7 +533,8 @@ class Telegram:
                     from mimi.storage import sessions
 
                     msg = {"channel": "telegram", "chat_id": cid, "text": tgupdate.lead(m, self.me.get("id")) + t,
-                           "session": sessions.key_for("telegram", cid), "user": tgupdate.name(m.get("sender_chat") or m.get("from")),
+                           "session": sessions.key_for("telegram", cid),
+                           "user": tgupdate.name(m.get("sender_chat") or m.get("from")),
                            "message_id": m.get("message_id"), "is_group": group}
                     if media is not None:
                         msg["media"] = [media]
