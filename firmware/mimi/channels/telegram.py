@@ -345,13 +345,19 @@ class Telegram:
                 except Exception as e:  # noqa: BLE001 - refused: no more typing for that chat
                     if isinstance(e, TgError):
                         del self.typing[cid]
-        for k in list(self.albums):  # albums whose last part came a while ago: one message each
-            msg, at = self.albums[k]
-            if seam.ticks_diff(now, at) >= _TG_ALBUM_WAIT_MS:
-                del self.albums[k]
-                if not self.bus.inbound.put(msg):
-                    log.warn("tg", "busy %s", msg["chat_id"])
-                    self.queue_text(msg["chat_id"], commands.text("busy"), True)
+        while self.albums:  # albums whose last part came a while ago: one message each, oldest first
+            due = None
+            for k in self.albums:
+                at = self.albums[k][1]
+                if seam.ticks_diff(now, at) >= _TG_ALBUM_WAIT_MS and (
+                        due is None or seam.ticks_diff(at, self.albums[due][1]) < 0):
+                    due = k
+            if due is None:
+                break
+            msg = self.albums.pop(due)[0]
+            if not self.bus.inbound.put(msg):
+                log.warn("tg", "busy %s", msg["chat_id"])
+                self.queue_text(msg["chat_id"], commands.text("busy"), True)
         self.save_offset()
         return busy
 
