@@ -506,7 +506,8 @@ def _check_openai_messages(msgs, images=None):
                 url = (part.get("image_url") or {}).get("url") or ""
                 head, _, data = url.partition(",")
                 if not head.startswith("data:") or not head.endswith(";base64"):
-                    return 400, "Invalid 'messages[%d].content[%d].image_url.url': the fake takes data URLs only." % (i, j)
+                    return 400, ("Invalid 'messages[%d].content[%d].image_url.url': the fake takes data URLs only."
+                                 % (i, j))
                 problem = _image(images, {"type": "base64", "media_type": head[5:-7], "data": data},
                                  "messages[%d].content[%d].image_url" % (i, j))
                 if problem:

@@ -109,7 +109,8 @@ CASE = {
     "test_an_album_is_one_turn_with_all_its_captions": (_album, _check_album),
     "test_a_voice_note_is_transcribed_or_the_user_told": (_voice, _check_voice),
     "test_deepseek_is_given_no_image": (_no_vision, lambda tg, llm, p: _check_no_vision(tg, llm, p, 0)),
-    "test_a_model_refusing_images_gets_a_plain_answer": (_no_vision, lambda tg, llm, p: _check_no_vision(tg, llm, p, 1)),
+    "test_a_model_refusing_images_gets_a_plain_answer":
+        (_no_vision, lambda tg, llm, p: _check_no_vision(tg, llm, p, 1)),
     "test_topics_replies_migration_and_a_blocked_user": (_chats, _check_chats),
 }
 

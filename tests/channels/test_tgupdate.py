@@ -160,7 +160,8 @@ def test_the_largest_photo_within_the_caps_is_picked():
 def test_image_files_voice_and_the_rest():
     doc = {"file_id": "d", "mime_type": "image/png", "file_size": 5000, "file_name": "a.png"}
     assert tu.media(msg({"document": doc}))["mime"] == "image/png"
-    assert tu.media(msg({"document": dict(doc, mime_type="image/tiff")})) == {"kind": "type", "name": "image/tiff", "cap": 262144}
+    assert tu.media(msg({"document": dict(doc, mime_type="image/tiff")})) == {"kind": "type", "name": "image/tiff",
+                                                                              "cap": 262144}
     assert tu.media(msg({"document": dict(doc, file_size=10 ** 7)}))["kind"] == "too_big"
     assert tu.media(msg({"document": dict(doc, mime_type="application/pdf")})) is None
     v = tu.media(msg({"voice": {"file_id": "v", "duration": 3, "mime_type": "audio/ogg", "file_size": 9000}}))

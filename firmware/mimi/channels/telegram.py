@@ -481,7 +481,8 @@ class Telegram:
                     if cap:
                         t = m.get("caption")
                     if t is not None:  # links and mentions keep what formatting hides
-                        t = tgupdate.expand(tgformat.fix_surrogates(t), m.get("caption_entities" if cap else "entities"))
+                        t = tgupdate.expand(tgformat.fix_surrogates(t),
+                                            m.get("caption_entities" if cap else "entities"))
                     group = kind in ("group", "supergroup")
                     if group:  # only when mentioned or replied to
                         if t is None:
@@ -510,8 +511,8 @@ class Telegram:
                     self.blocked.discard(base)  # it writes again: it has unblocked the bot
                     media = tgupdate.media(m) if cap else None
                     if media is not None and media["kind"] not in ("image", "voice"):  # too big, or a type refused
-                        self.queue_text(cid, commands.text("media_too_big" if media["kind"] == "too_big" else
-                                                           "media_refused_type", media["name"], media["cap"] // 1024), True)
+                        say = "media_too_big" if media["kind"] == "too_big" else "media_refused_type"
+                        self.queue_text(cid, commands.text(say, media["name"], media["cap"] // 1024), True)
                         if t is None:
                             continue
                         media = None

@@ -213,7 +213,8 @@ def migrate(chat_id, new):
         config.set("owner_chat", new)
     from mimi.storage import cronjobs, fs, sessions
 
-    a, b = sessions.path_for(sessions.key_for("telegram", chat_id)), sessions.path_for(sessions.key_for("telegram", new))
+    a = sessions.path_for(sessions.key_for("telegram", chat_id))
+    b = sessions.path_for(sessions.key_for("telegram", new))
     if fs.size(a) is not None and fs.size(b) is None:  # (a group has no topics: one file)
         fs.rename(a, b)
     cronjobs.rechat(chat_id, new)
