@@ -326,3 +326,51 @@ def test_surrogate_escapes_are_detected_in_the_raw_reply():
                       (b'{"t":"\\u00e9 \\ud7ff"}', False), (b'{"t":"plain"}', False), (b'\\ud', False)):
         buf = bytearray(raw) + bytearray(8)
         assert common._utf16_escapes(buf, len(raw)) == want, raw
+
+
+def _joined(parts):
+    return b"".join(p.encode() if isinstance(p, str) else bytes(p) for p in parts)
+
+
+def test_body_writer_gives_the_same_bytes_on_both_passes():
+    # http.request calls the writer twice (count, then send): both passes must match, and
+    # match wire.body, for either protocol, with and without a system prompt and tools.
+    for proto, name in (("anthropic", "anthropic"), ("openai", "openai"), ("openai", "ollama")):
+        p = common.Provider(proto, name, "http://h/v1", "k", "m")
+        for system, tools in ((memoryview(SYSTEM.encode()), [TOOL]), (None, None), ("", [TOOL])):
+            b = wire.Body(p, system, HISTORY, tools, 99)
+            first, second, plain = [], [], []
+            b(first.append)
+            b(second.append)
+            wire.body(plain.append, p, system, HISTORY, tools, 99)
+            assert _joined(first) == _joined(second) == _joined(plain), (proto, name, tools)
+            d = json.loads(_joined(first))
+            assert ("tools" in d) == bool(tools)
+
+
+def test_tools_json_is_encoded_once_and_follows_the_tools():
+    other = registry.Tool("list_dir", "List a folder", {"type": "object", "properties": {}}, lambda a, c: "", "file")
+    a1 = wire.tools_json("anthropic", [TOOL, other])
+    assert wire.tools_json("anthropic", [TOOL, other]) is a1  # kept: not encoded again
+    assert json.loads(b"[" + a1 + b"]") == [
+        {"name": "read_file", "description": "Read a file", "input_schema": TOOL.schema},
+        {"name": "list_dir", "description": "List a folder", "input_schema": other.schema}]
+    o = wire.tools_json("openai", [TOOL, other])
+    assert json.loads(b"[" + o + b"]")[1] == {"type": "function", "function": {
+        "name": "list_dir", "description": "List a folder", "parameters": other.schema}}
+    assert json.loads(b"[" + wire.tools_json("anthropic", [TOOL]) + b"]") == [
+        {"name": "read_file", "description": "Read a file", "input_schema": TOOL.schema}]  # a group chat's fewer
+    # a tool registered again under the same name (new text) is a new object: encoded anew
+    changed = registry.Tool("read_file", "Read a file, in parts", TOOL.schema, lambda a, c: "x", "file")
+    assert b"in parts" in wire.tools_json("anthropic", [changed, other])
+    # the tools as registered from tools.jsonl come out as their lines say
+    support.fresh_flash()
+    registry.clear()
+    from mimi.tools import files
+
+    files.register_all()
+    t = registry.offered(())
+    got = json.loads(b"[" + wire.tools_json("openai", t) + b"]")
+    assert [x["function"]["name"] for x in got] == [x.name for x in t]
+    assert got[0]["function"]["parameters"] == t[0].schema and got[0]["function"]["description"] == t[0].description
+    registry.clear()

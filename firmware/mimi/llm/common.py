@@ -76,8 +76,8 @@ class Provider:
         for attempt in range(_LLM_MAX_ATTEMPTS):
             h = None
             try:
-                r = http.request("POST", self.url, self.headers, lambda w: wire.body(
-                    w, self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), config.LLM_TIMEOUT_MS, buf,
+                r = http.request("POST", self.url, self.headers, wire.Body(
+                    self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), config.LLM_TIMEOUT_MS, buf,
                     deadline_ms=_LLM_DEADLINE_MS)
             except OSError as e:
                 s = str(e)

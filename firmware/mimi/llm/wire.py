@@ -46,29 +46,81 @@ _STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens l
 
 
 def body(w, p, system, messages, tools, max_tokens):
-    """Write the request body for provider ``p`` through ``w``, one message at a time
-    (``http`` calls this twice: count, then send)."""
+    """Write the request body for provider ``p`` through ``w``, one message at a time.
+
+    ``Body`` does the same for ``http``, which calls its writer twice (count, then send)."""
+    a = head(w, p, tools, max_tokens)
+    messages_json(w, a, messages, system_json(w, p, system))
+
+
+class Body:
+    """The request body as a writer ``fn(write)`` for ``http.request`` (which calls it twice:
+    count, then send); the tools come from ``tools_json``'s cache."""
+
+    def __init__(self, p, system, messages, tools, max_tokens):
+        self.args = p, system, messages, tools, max_tokens
+
+    def __call__(self, w):
+        body(w, *self.args)
+
+
+_tools_cache = [None, None, None]  # protocol, the Tool objects, their JSON (bytes)
+
+
+def tools_json(protocol, tools):
+    """The items of a request's ``tools`` array (comma-separated JSON objects, bytes) for
+    ``tools`` (``registry.Tool`` list) in ``protocol``'s form. Kept for the next request
+    with the same Tool objects: their descriptions and schemas (lines of ``tools.jsonl``)
+    are read and encoded once, not twice per request (4-5 KB of RAM held for it)."""
+    c = _tools_cache
+    same = c[0] == protocol and c[1] is not None and len(c[1]) == len(tools)
+    if same:
+        for i in range(len(tools)):
+            if c[1][i] is not tools[i]:
+                same = False
+                break
+    if not same:
+        a = protocol == "anthropic"
+        out = []
+        for t in tools:
+            out.append(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
+                                  {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                                    "parameters": t.schema}}))
+        c[0], c[1], c[2] = None, None, None  # the old one goes before the new one is joined
+        c[2] = ",".join(out).encode()
+        c[0], c[1] = protocol, list(tools)
+    return c[2]
+
+
+def head(w, p, tools, max_tokens):
+    """Write the body's start (model, max tokens, tools); True for Anthropic's form."""
     a = p.protocol == "anthropic"
     w('{"model":%s,"%s":%d' % (json.dumps(p.model), "max_completion_tokens" if p.name == "openai" else "max_tokens",
                                max_tokens))
-    sep = ',"tools":['
-    for t in tools or ():
-        w(sep)
-        w(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
-                     {"type": "function", "function": {"name": t.name, "description": t.description,
-                                                       "parameters": t.schema}}))
-        sep = ","
     if tools:
+        w(',"tools":[')
+        w(tools_json(p.protocol, tools))
         w("]")
-    sep = ""
+    return a
+
+
+def system_json(w, p, system):
+    """Write the system prompt (Anthropic's ``system`` field, or OpenAI's first message)
+    and open the ``messages`` array; returns the separator the next message needs."""
+    a = p.protocol == "anthropic"
     if system is not None and len(system):
         w(',"system":' if a else ',"messages":[{"role":"system","content":')
         json_text(w, system)
         if not a:
             w("}")
-            sep = ","
-    if not sep:
-        w(',"messages":[')
+            return ","
+    w(',"messages":[')
+    return ""
+
+
+def messages_json(w, a, messages, sep):
+    """Write the messages (internal form) in Anthropic's form (``a``) or OpenAI's, and close
+    the body; ``sep``: what ``system_json`` returned."""
     results = False  # Anthropic: inside a user message of tool_result blocks
     for m in messages:
         role = m.get("role")

@@ -35,6 +35,7 @@ _SUFFIX = const(".jsonl")
 _KEY_MAX = const(40)
 
 _lock = seam.allocate_lock()
+_tail = [None, 0]  # the file this module appended to last, and its size then (ends with a newline)
 report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0}  # the last load
 
 
@@ -100,7 +101,7 @@ def append(key, msg):
         if size and size + len(line) > config.SESSION_ROTATE_BYTES:
             _rotate(key, _SESSION_CARRY_MSGS)
             size = fs.size(p)
-        if size:
+        if size and not (_tail[0] == p and _tail[1] == size):  # not as our last append left it
             f, _ = fs.open_read(p)
             try:
                 f.seek(size - 1)
@@ -108,7 +109,9 @@ def append(key, msg):
                     line = "\n" + line
             finally:
                 f.close()
+        _tail[0] = None  # unknown until the write is done
         fs.append(p, line)
+        _tail[0], _tail[1] = p, fs.size(p)  # a stat: cheaper than reading the last byte back next time
 
 
 def clear(key):
