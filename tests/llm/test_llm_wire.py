@@ -332,20 +332,21 @@ def _joined(parts):
     return b"".join(p.encode() if isinstance(p, str) else bytes(p) for p in parts)
 
 
-def test_body_writer_gives_the_same_bytes_on_both_passes():
-    # http.request calls the writer twice (count, then send): both passes must match, and
-    # match wire.body, for either protocol, with and without a system prompt and tools.
+def test_body_into_a_buffer_is_the_streamed_body_or_none_when_it_does_not_fit():
+    # The request body is written into the reply buffer when it fits (encoded once), else
+    # streamed (http counts, then sends): both must give the same bytes, for either
+    # protocol, with and without a system prompt and tools.
     for proto, name in (("anthropic", "anthropic"), ("openai", "openai"), ("openai", "ollama")):
         p = common.Provider(proto, name, "http://h/v1", "k", "m")
         for system, tools in ((memoryview(SYSTEM.encode()), [TOOL]), (None, None), ("", [TOOL])):
-            b = wire.Body(p, system, HISTORY, tools, 99)
-            first, second, plain = [], [], []
-            b(first.append)
-            b(second.append)
+            plain = []
             wire.body(plain.append, p, system, HISTORY, tools, 99)
-            assert _joined(first) == _joined(second) == _joined(plain), (proto, name, tools)
-            d = json.loads(_joined(first))
-            assert ("tools" in d) == bool(tools)
+            want = _joined(plain)
+            buf = bytearray(len(want) + 7)
+            n = wire.into(buf, p, system, HISTORY, tools, 99)
+            assert n == len(want) and bytes(buf[:n]) == want, (proto, name, tools)
+            assert ("tools" in json.loads(want)) == bool(tools)
+            assert wire.into(bytearray(len(want) - 1), p, system, HISTORY, tools, 99) is None
 
 
 def test_tools_json_is_encoded_once_and_follows_the_tools():

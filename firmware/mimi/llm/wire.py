@@ -46,22 +46,42 @@ _STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens l
 
 
 def body(w, p, system, messages, tools, max_tokens):
-    """Write the request body for provider ``p`` through ``w``, one message at a time.
-
-    ``Body`` does the same for ``http``, which calls its writer twice (count, then send)."""
+    """Write the request body for provider ``p`` through ``w``, one message at a time
+    (``into`` writes it into a buffer; ``http`` calls a streaming writer twice: count, then
+    send)."""
     a = head(w, p, tools, max_tokens)
     messages_json(w, a, messages, system_json(w, p, system))
 
 
-class Body:
-    """The request body as a writer ``fn(write)`` for ``http.request`` (which calls it twice:
-    count, then send); the tools come from ``tools_json``'s cache."""
+class _Full(Exception):
+    pass
 
-    def __init__(self, p, system, messages, tools, max_tokens):
-        self.args = p, system, messages, tools, max_tokens
 
-    def __call__(self, w):
-        body(w, *self.args)
+def into(buf, p, system, messages, tools, max_tokens):
+    """Write the request body into ``buf`` (bytearray) and return its length in bytes, or
+    None when it does not fit (then stream it with ``body``, which encodes it twice).
+
+    The buffer is the shared reply buffer (``mimi.llm.init``): free while a request is
+    written, and overwritten by the answer once the request is sent. So the body is
+    encoded once, sent in a few large writes, and holds no heap of its own. Issue 17: the
+    request body, encoded twice and written in small pieces, was half of a turn's CPU."""
+    at = [0]
+    cap = len(buf)
+
+    def w(x):
+        b = seam.as_bytes(x)
+        i = at[0]
+        k = i + len(b)
+        if k > cap:
+            raise _Full()
+        buf[i:k] = b
+        at[0] = k
+
+    try:
+        body(w, p, system, messages, tools, max_tokens)
+    except _Full:
+        return None
+    return at[0]
 
 
 _tools_cache = [None, None, None]  # protocol, the Tool objects, their JSON (bytes)
