@@ -78,9 +78,13 @@ def chipclaw_workspace(checkout):
     return ws
 
 
-def run(exe, peer, mode, heap, url, turns, checkout=None):
-    """One board process; returns its result dict, or None (and the output) when it failed."""
-    env = dict(os.environ, PEER=peer.split("-")[0], PEER_URL=url, PEER_MODE=mode, PEER_TURNS=str(turns))
+def run(exe, peer, mode, heap, url, turns, checkout=None, only=None, valgrind=False):
+    """One board process; returns its result dict, or None (and the output) when it failed.
+
+    ``valgrind``: run it under valgrind's callgrind, and add "instructions" (the process's
+    whole count) to the result."""
+    env = dict(os.environ, PEER=peer.split("-")[0], PEER_URL=url, PEER_MODE=mode, PEER_TURNS=str(turns),
+               PEER_ONLY=only or "")
     if peer.startswith("mimi"):
         root = tempfile.mkdtemp(prefix="mimi-peer-")
         launcher.seed_flash(root)
@@ -91,15 +95,22 @@ def run(exe, peer, mode, heap, url, turns, checkout=None):
         root = chipclaw_workspace(checkout)
         vendor = os.path.join(ROOT, "host_sim", "vendor")  # requests, where the build has none frozen
         env.update(MICROPYPATH=os.pathsep.join((hostenv.STUBS, checkout, ".frozen", vendor)), PEER_WS=root)
+    cmd = [exe, "-X", "heapsize=" + heap, BOARD]
+    if valgrind:
+        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + cmd
     try:
-        p = subprocess.run([exe, "-X", "heapsize=" + heap, BOARD], env=env, cwd=root,
-                           capture_output=True, text=True, timeout=600)
+        p = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=1200)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     for line in p.stdout.splitlines():
         if line.startswith("@@PEER "):
             r = json.loads(line[7:])
             if "error" not in r:
+                if valgrind:
+                    got = [ln for ln in p.stderr.splitlines() if "Collected :" in ln]
+                    if not got:
+                        break
+                    r["instructions"] = int(got[-1].rsplit(":", 1)[1])
                 return r
     if mode != "clean":  # the smallest-heap search fails on purpose
         sys.stderr.write("%s %s %s: no result\n%s\n" % (peer, mode, heap, (p.stdout + p.stderr)[-1500:]))
@@ -148,6 +159,22 @@ def smallest(exe, peer, url, turns, checkout, lo_kb=96, hi_kb=1024):
     return hi_kb
 
 
+def instructions(exe, peer, url, args):
+    """Instructions per turn (valgrind's count: the same from run to run, whatever else
+    the machine does), for the chat, its text turns and its tool turns: each a run of
+    ``args.turns`` turns less a run of none (init and the two warm-up turns)."""
+    def count(turns, only=None):
+        r = run(exe, peer, "cpu", args.heap, url, turns, args.chipclaw, only, valgrind=True)
+        return r and r["instructions"]
+
+    base = count(0)
+    out = {}
+    for key, only in (("ins", None), ("ins_text", "text"), ("ins_tool", "tool")):
+        n = count(args.turns, only)
+        out[key] = (n - base) / args.turns if n and base else None
+    return out
+
+
 def measure(exe, peers, url, args):
     """Figures per peer on one interpreter: {peer: {...}}."""
     acc = {p: {"cpu": [], "cpu_text": [], "cpu_tool": [], "alloc": [], "failed": 0} for p in peers}
@@ -171,6 +198,8 @@ def measure(exe, peers, url, args):
                   "failed": a["failed"] + (peak["failed"] if peak else args.turns),
                   "peak_b": peak and peak["peak_heap"], "after_init_b": peak and peak["heap_after_init"],
                   "smallest_kb": None if args.no_smallest else smallest(exe, p, url, args.turns, args.chipclaw)}
+        out[p].update(instructions(exe, p, url, args) if args.instructions else
+                      {"ins": None, "ins_text": None, "ins_tool": None})
     return out
 
 
@@ -183,7 +212,8 @@ def describe(exe):
 def report(exe, figs):
     print("%s (%s):" % (exe, describe(exe)))
     rows = (("firmware CPU per turn", "cpu_ms", "%.2f ms"), ("  text turns", "cpu_text_ms", "%.2f ms"),
-            ("  tool turns", "cpu_tool_ms", "%.2f ms"), ("allocated per turn", "alloc_b", "%d B"),
+            ("  tool turns", "cpu_tool_ms", "%.2f ms"), ("instructions per turn", "ins", "%.0f"),
+            ("  text turns", "ins_text", "%.0f"), ("  tool turns", "ins_tool", "%.0f"), ("allocated per turn", "alloc_b", "%d B"),
             ("heap after init", "after_init_b", "%d B"), ("live heap peak", "peak_b", "%d B"),
             ("smallest heap, all turns", "smallest_kb", "%s KB"), ("turns that failed", "failed", "%d"))
     peers = list(figs)
@@ -207,6 +237,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--heap", default="2M", help="-X heapsize for the CPU and peak runs (default 2M)")
     ap.add_argument("--no-smallest", action="store_true", help="skip the smallest-heap search")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count instructions per turn under valgrind (exact, slow: about a minute a peer)")
     ap.add_argument("--romfs", action="store_true",
                     help="also mimi with the package from its ROMFS image (as deploy ships it; needs mpy-cross)")
     ap.add_argument("--json", help="also write the figures to this file")

@@ -10,6 +10,7 @@
 # PEER_MODE=peak  the same turns with the collector run every 4 KB and the live heap
 #                 sampled every millisecond by a second thread
 # PEER_MODE=clean the same turns; counts turns that failed (for the smallest heap)
+# PEER_ONLY=text|tool  every turn of that kind (the driver counts instructions per kind)
 import gc
 import json
 import os
@@ -32,8 +33,11 @@ def cpu_ns():
     return total
 
 
+ONLY = os.getenv("PEER_ONLY")  # "text" or "tool": every turn of that kind (instruction counts)
+
+
 def text_of(i):
-    if i % 2:
+    if ONLY == "tool" or (ONLY != "text" and i % 2):
         return "turn %d: what is in my memory file?" % i
     return "turn %d: good morning, how are you?" % i
 

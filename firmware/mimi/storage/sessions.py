@@ -40,6 +40,11 @@ report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0}  # the last l
 
 
 def _safe(text):
+    for c in seam.as_bytes(text):  # bytes, not characters: see fs.check
+        if not (97 <= c <= 122 or 65 <= c <= 90 or 48 <= c <= 57 or c == 45 or c == 95):
+            break
+    else:
+        return text  # already safe: every session path comes here
     out = []
     for ch in text:
         out.append(ch if ("a" <= ch <= "z" or "A" <= ch <= "Z" or "0" <= ch <= "9" or ch in "-_") else "_")
