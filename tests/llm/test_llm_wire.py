@@ -349,29 +349,53 @@ def test_body_into_a_buffer_is_the_streamed_body_or_none_when_it_does_not_fit():
             assert wire.into(bytearray(len(want) - 1), p, system, HISTORY, tools, 99) is None
 
 
-def test_tools_json_is_encoded_once_and_follows_the_tools():
-    other = registry.Tool("list_dir", "List a folder", {"type": "object", "properties": {}}, lambda a, c: "", "file")
-    a1 = wire.tools_json("anthropic", [TOOL, other])
-    assert wire.tools_json("anthropic", [TOOL, other]) is a1  # kept: not encoded again
-    assert json.loads(b"[" + a1 + b"]") == [
-        {"name": "read_file", "description": "Read a file", "input_schema": TOOL.schema},
-        {"name": "list_dir", "description": "List a folder", "input_schema": other.schema}]
-    o = wire.tools_json("openai", [TOOL, other])
-    assert json.loads(b"[" + o + b"]")[1] == {"type": "function", "function": {
-        "name": "list_dir", "description": "List a folder", "parameters": other.schema}}
-    assert json.loads(b"[" + wire.tools_json("anthropic", [TOOL]) + b"]") == [
-        {"name": "read_file", "description": "Read a file", "input_schema": TOOL.schema}]  # a group chat's fewer
-    # a tool registered again under the same name (new text) is a new object: encoded anew
-    changed = registry.Tool("read_file", "Read a file, in parts", TOOL.schema, lambda a, c: "x", "file")
-    assert b"in parts" in wire.tools_json("anthropic", [changed, other])
-    # the tools as registered from tools.jsonl come out as their lines say
+def _tools(protocol, tools):
+    parts = []
+    wire.tools_json(parts.append, protocol, tools)
+    return json.loads(b"[" + _joined(parts) + b"]")
+
+
+def _as_api(protocol, t):
+    if protocol == "anthropic":
+        return {"name": t.name, "description": t.description, "input_schema": t.schema}
+    return {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}}
+
+
+def test_tools_are_copied_from_their_lines_in_either_form():
+    # Tools registered from tools.jsonl are written from their lines' bytes, the others
+    # encoded: either way each protocol gets its own form of every tool, in order.
     support.fresh_flash()
     registry.clear()
-    from mimi.tools import files
+    from mimi.tools import files, gpio
 
     files.register_all()
+    gpio.register_all()
+    registry.register(registry.Tool("web_like", "An inline tool", TOOL.schema, lambda a, c: "", "net"))
     t = registry.offered(())
-    got = json.loads(b"[" + wire.tools_json("openai", t) + b"]")
-    assert [x["function"]["name"] for x in got] == [x.name for x in t]
-    assert got[0]["function"]["parameters"] == t[0].schema and got[0]["function"]["description"] == t[0].description
+    assert len([x for x in t if x.cut]) == len(t) - 1 and t[-1].cut is None  # both kinds
+    for proto in ("anthropic", "openai"):
+        assert _tools(proto, t) == [_as_api(proto, x) for x in t]
+        assert _tools(proto, t[:1]) == [_as_api(proto, t[0])]
     registry.clear()
+
+
+def test_a_line_in_another_order_is_encoded_instead():
+    root = support.fresh_flash()
+    registry.clear()
+    saved = registry.SPECS
+    registry.SPECS = root + "/tools.jsonl"
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    support.write(registry.SPECS, '{"name":"get_current_time","group":"time","description":"Now",'
+                                  '"input_schema":{"type":"object","properties":{"q":{"type":"string"}},'
+                                  '"required":["q"]}}\n')
+    try:
+        from mimi.tools import clock
+
+        clock.register_all()
+        t = registry.offered(())
+        assert t[0].cut is None and t[0].description == "Now"
+        for proto in ("anthropic", "openai"):
+            assert _tools(proto, t) == [_as_api(proto, t[0])]
+    finally:
+        registry.SPECS = saved
+        registry.clear()
