@@ -38,6 +38,7 @@ from micropython import const
 
 from mimi import seam
 from mimi.llm import LLMError
+from mimi.tools import registry
 
 _SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
 # stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
@@ -51,28 +52,113 @@ _STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens l
 
 def body(w, p, system, messages, tools, max_tokens):
     """Write the request body for provider ``p`` through ``w``, one message at a time
-    (``http`` calls this twice: count, then send)."""
+    (``into`` writes it into a buffer; ``http`` calls a streaming writer twice: count, then
+    send)."""
+    a = head(w, p, tools, max_tokens)
+    messages_json(w, a, messages, system_json(w, p, system))
+
+
+class _Full(Exception):
+    pass
+
+
+def into(buf, p, system, messages, tools, max_tokens):
+    """Write the request body into ``buf`` (bytearray) and return its length in bytes, or
+    None when it does not fit (then stream it with ``body``, which encodes it twice).
+
+    The buffer is the shared reply buffer (``mimi.llm.init``): free while a request is
+    written, and overwritten by the answer once the request is sent. So the body is
+    encoded once, sent in a few large writes, and holds no heap of its own. Issue 17: the
+    request body, encoded twice and written in small pieces, was half of a turn's CPU."""
+    at = [0]
+    cap = len(buf)
+
+    def w(x):
+        b = seam.as_bytes(x)
+        i = at[0]
+        k = i + len(b)
+        if k > cap:
+            raise _Full()
+        buf[i:k] = b
+        at[0] = k
+
+    try:
+        body(w, p, system, messages, tools, max_tokens)
+    except _Full:
+        return None
+    return at[0]
+
+
+def tools_json(w, protocol, tools):
+    """Write the items of a request's ``tools`` array for ``tools`` (``registry.Tool``
+    list) in ``protocol``'s form, comma-separated.
+
+    A tool registered from ``tools.jsonl`` has its line's own bytes copied: the part
+    before ``"group"`` is Anthropic's object as it is, and OpenAI's is that part with
+    ``input_schema`` named ``parameters``, inside ``{"type":"function","function":...}``.
+    Nothing is parsed or encoded, and nothing is kept between requests (issue 17: the
+    tools, read, parsed and encoded again for each request, were a third of its CPU).
+    Other tools are encoded as JSON."""
+    a = protocol == "anthropic"
+    f = None
+    sep = ""
+    try:
+        for t in tools:
+            w(sep)
+            sep = ","
+            cut = t.cut
+            if cut is None:
+                w(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
+                             {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                               "parameters": t.schema}}))
+                continue
+            if f is None:
+                f = open(registry.SPECS, "rb")
+            f.seek(t.at[0])
+            line = memoryview(f.read(t.at[1]))
+            if a:
+                w(line[:cut[1]])
+                w("}")
+            else:
+                w('{"type":"function","function":')
+                w(line[:cut[0]])
+                w(',"parameters":')
+                w(line[cut[0] + 16:cut[1]])  # after ,"input_schema":
+                w("}}")
+    finally:
+        if f is not None:
+            f.close()
+
+
+def head(w, p, tools, max_tokens):
+    """Write the body's start (model, max tokens, tools); True for Anthropic's form."""
     a = p.protocol == "anthropic"
     w('{"model":%s,"%s":%d' % (json.dumps(p.model), "max_completion_tokens" if p.name == "openai" else "max_tokens",
                                max_tokens))
-    sep = ',"tools":['
-    for t in tools or ():
-        w(sep)
-        w(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
-                     {"type": "function", "function": {"name": t.name, "description": t.description,
-                                                       "parameters": t.schema}}))
-        sep = ","
     if tools:
+        w(',"tools":[')
+        tools_json(w, p.protocol, tools)
         w("]")
-    sep = ""
+    return a
+
+
+def system_json(w, p, system):
+    """Write the system prompt (Anthropic's ``system`` field, or OpenAI's first message)
+    and open the ``messages`` array; returns the separator the next message needs."""
+    a = p.protocol == "anthropic"
     if system is not None and len(system):
         w(',"system":' if a else ',"messages":[{"role":"system","content":')
         json_text(w, system)
         if not a:
             w("}")
-            sep = ","
-    if not sep:
-        w(',"messages":[')
+            return ","
+    w(',"messages":[')
+    return ""
+
+
+def messages_json(w, a, messages, sep):
+    """Write the messages (internal form) in Anthropic's form (``a``) or OpenAI's, and close
+    the body; ``sep``: what ``system_json`` returned."""
     results = False  # Anthropic: inside a user message of tool_result blocks
     for m in messages:
         role = m.get("role")

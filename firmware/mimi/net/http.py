@@ -150,6 +150,12 @@ class Pending:
         if self._conn is None:  # counting
             return
         rb = self._rb
+        if k >= len(rb):  # a large piece (a body built in a buffer): straight to the socket
+            if self._re:
+                self._conn.write(memoryview(rb)[:self._re], self._tmo)
+                self._re = 0
+            self._conn.write(b, self._tmo)
+            return
         i = 0
         while i < k:
             n = min(k - i, len(rb) - self._re)
