@@ -5,9 +5,9 @@ Importing the package does nothing; ``mimi.app.init()`` then ``mimi.app.start()`
 VERSION = "0.1.0"  # the one place it is kept: /status, package.json, manifest.py, deploy
 
 
-def data_path(module_file, name):
+def data_path(file, name):
     """The path of data file ``name`` shipped beside the module whose ``__file__`` is
-    ``module_file`` (``texts.md`` beside mimi/commands.py).
+    ``file`` (``texts.md`` beside mimi/commands.py).
 
     Imported from files or a ROMFS image, the module's folder: ``/lib/mimi/texts.md``,
     ``/rom/mimi/texts.md``. A module frozen into the firmware (manifest.py) has the
@@ -15,8 +15,9 @@ def data_path(module_file, name):
     folder of its own; freezing takes only ``.py`` files, so its data files are copied to
     /lib/mimi (tools/flash.sh deploy does that for such a firmware), and looked for there.
     """
-    d = module_file.rsplit("/", 1)[0]
-    return ("/lib/" if d == "mimi" or d[:5] == "mimi/" else "") + d + "/" + name
+    # (Names and strings already interned elsewhere: each new one costs heap; docs/heap.md.)
+    d = file.rsplit("/", 1)[0]
+    return ("/lib/" if d[:4] == "mimi" and d[4:5] in ("", "/") else "") + d + "/" + name
 
 
 def pick(table, key):
