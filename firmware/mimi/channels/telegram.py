@@ -218,7 +218,7 @@ class Telegram:
         self.t0 = seam.ticks_ms()
         token = self.api.token()
         if not token:
-            if not self.quiet:
+            if not self.quiet and not config.get("feishu_app_id"):  # Feishu alone is fine
                 log.warn("tg", commands.text("no_token_h" if seam.on_host() else "no_token"))
                 self.quiet = True
             return False
