@@ -37,6 +37,12 @@ de-duplication can be tested. A ticket is good for one connection.
 
 Faults: ``fail(path, code, msg, status=400, times=1)``; ``kick(code)`` closes the long
 connection from the server side.
+Control over HTTP (``/_fake/...``, not recorded), for a client in another process (the
+firmware under ``micropython``): ``POST /_fake/inject`` ``{"message_type", "content" |
+"text", "parts", and ``event``'s keywords; "mention_bot": true adds the bot's mention}``
+-> ``{"message_id"}``; ``POST /_fake/fail`` ``{"path", "code", "msg", "status", "times"}``;
+``POST /_fake/kick``; ``POST /_fake/expire`` (every token expires now);
+``GET /_fake/state`` -> ``{"acks", "pings", "connections", "sent", "token_calls"}``.
 Reading: ``requests`` (HTTP, as ``FakeServer`` records them), ``sent`` (messages accepted:
 dicts with ``receive_id``, ``receive_id_type``, ``msg_type``, ``content`` parsed),
 ``acks`` (frames acknowledged, as dicts), ``pings``, ``connections``.
@@ -108,6 +114,8 @@ class FakeFeishu(FakeServer):
 
     def handle(self, req):
         p = req["path"]
+        if p.startswith("/_fake/"):
+            return self._control(p[7:], req["json"] if isinstance(req["json"], dict) else {})
         f = self.faults.get(p)
         if f and f[3] > 0:
             f[3] -= 1
@@ -142,6 +150,33 @@ class FakeFeishu(FakeServer):
         if p == "/open-apis/im/v1/messages" and req["method"] == "POST":
             return self._create(req["query"].get("receive_id_type"), body, len(req["body"]))
         return Out(404, b"404 page not found", {"Content-Type": "text/plain"})
+
+    def _control(self, what, b):
+        if what == "inject":
+            mt = b.pop("message_type", "text")
+            content = b.pop("content", None) or {"text": b.pop("text", "")}
+            b.pop("text", None)
+            parts = b.pop("parts", 1)
+            if b.pop("mention_bot", False):
+                b["mentions"] = [("@_user_1", self.bot_open_id, "mimi")] + [tuple(m) for m in b.get("mentions", ())]
+            elif "mentions" in b:
+                b["mentions"] = [tuple(m) for m in b["mentions"]]
+            ev = self.event(mt, content, **b)
+            self.push(ev, parts)
+            return Out(200, {"message_id": ev["event"]["message"]["message_id"]})
+        if what == "fail":
+            self.fail(b["path"], b["code"], b.get("msg", "refused"), b.get("status", 400), b.get("times", 1))
+        elif what == "kick":
+            self.kick(b.get("code", 1000))
+        elif what == "expire":
+            for t in self.tokens:
+                self.tokens[t] = 0
+        elif what == "state":
+            with self._cond:
+                return Out(200, {"acks": [{"headers": a["headers"], "payload": a["payload"]} for a in self.acks],
+                                 "pings": len(self.pings), "connections": self.connections, "sent": self.sent,
+                                 "token_calls": sum(1 for q in self.requests if q["path"].endswith("/internal"))})
+        return Out(200, {"ok": True})
 
     def _create(self, id_type, body, size):
         rid, mt, content = body.get("receive_id"), body.get("msg_type"), body.get("content")
@@ -296,6 +331,9 @@ class FakeFeishu(FakeServer):
         ``mentions``: [(key, open_id, name)])."""
         now = str(int(time.time() * 1000))
         chat_id = chat_id or ("oc_p2p" + sender[3:] if chat_type == "p2p" else "oc_group000000000000000000000000001")
+        self.users.add(sender)  # the bot may write to whoever wrote to it, and to its groups
+        if chat_type != "p2p":
+            self.chats.add(chat_id)
         return {"schema": "2.0",
                 "header": {"event_id": uuid.uuid4().hex, "event_type": "im.message.receive_v1", "create_time": now,
                            "token": "", "app_id": self.app_id, "tenant_key": "fake_tenant"},
