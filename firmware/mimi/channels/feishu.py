@@ -401,7 +401,7 @@ class Feishu:
         body = None
         if not mode:
             body = json.dumps({"receive_id": rid, "msg_type": "post", "content": json.dumps(fsformat.post(md))})
-            if len(body) > _FS_POST_MAX_BYTES:
+            if len(seam.as_bytes(body)) > _FS_POST_MAX_BYTES:
                 body = None
                 item[3] = mode = 1
         if body is None:

@@ -75,6 +75,21 @@ def inline(s):
     return out
 
 
+def _fence(st):
+    """For an opening fence line (stripped), its language ('' for none); else None. Only
+    ``` and a word count: a line with more after the backticks is text, so none of it
+    is lost."""
+    if st[:3] != "```":
+        return None
+    w = st[3:].strip()
+    if len(w) > _FS_LANG_MAX:
+        return None
+    for c in w:
+        if not (c.isalpha() or c.isdigit() or c in "_+#.-"):
+            return None
+    return w
+
+
 def _heading(line):
     k = 0
     while k < len(line) and line[k] == "#":
@@ -105,9 +120,10 @@ def post(md, title=""):
             else:
                 code.append(line)
             continue
-        if st[:3] == "```":
+        f = _fence(st)
+        if f is not None:
             flush()
-            code, lang = [], st.strip("`").strip()[:_FS_LANG_MAX].upper()
+            code, lang = [], f.upper()
             continue
         h = _heading(st)
         if not st:
