@@ -16,6 +16,8 @@ issue 2):
    one.
 2. Plain ``.py`` files (the host simulator's way, and a board without a ROMFS
    partition): the line ``heap after import from .py files:``.
+Each run then imports the optional Feishu modules (imported only when Feishu is set up)
+and prints ``heap with the Feishu channel too:``; the budget is for the package without them.
 """
 import os
 import subprocess
