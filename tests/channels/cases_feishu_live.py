@@ -76,6 +76,7 @@ def test_a_private_text_reaches_the_bus_is_acknowledged_and_the_reply_goes_as_a_
     m = _until(ch, lambda: b.inbound.get(0))
     assert m["channel"] == "feishu" and m["chat_id"] == "fs_" + u and m["text"] == "hello mimi"
     assert m["session"] == "fs_" + u and m["message_id"] == mid and m["is_group"] is False
+    _until(ch, lambda: len(_fake("state")["acks"]) > n0)  # the fake reads it in its own thread
     acks = _fake("state")["acks"][n0:]
     assert len(acks) == 1 and acks[0]["payload"] == {"code": 200}
     h = dict(acks[0]["headers"])

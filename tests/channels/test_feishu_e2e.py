@@ -74,6 +74,7 @@ def test_a_feishu_message_goes_through_the_agent_and_a_tool_and_back(tmp_path, r
             fs.wait_sent(timeout=30)
             fs.inject_text("/status")
             fs.wait_sent(count=2, timeout=10)
+            fs.wait_acks(2, timeout=5)
         finally:
             (flash / "stop").write_text("")
             p.wait(timeout=30)
