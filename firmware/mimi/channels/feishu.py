@@ -16,9 +16,11 @@ lark-oapi Python SDK's ``lark_oapi/ws/client.py`` is the reference for the proto
   every ``ReconnectInterval``; after ``ReconnectCount`` tries (when not -1, "for ever")
   every ``_FS_GIVEUP_BACKOFF_MS``. A wrong app id or secret waits ``_FS_AUTH_BACKOFF_MS``.
   A connection silent for ``_FS_SILENT_PINGS`` ping intervals is taken for dead.
-Everything runs in the I/O thread's ``tick``; only the connection set-up blocks (HTTP
-calls and the TLS handshake, bounded by their deadlines). One TLS session stays open
-(the long connection) and one more opens for each API call (README "Feishu").
+Everything runs in the I/O thread's ``tick``; what blocks is one network exchange per
+tick at most (a step of the set-up: token, bot info, endpoint, the WebSocket handshake;
+or one reply), each bounded by its deadline, so a pass stays under the watchdog. One TLS
+session stays open (the long connection) and one more opens for each API call (README
+"Feishu").
 
 In (``im.message.receive_v1``; https://open.feishu.cn/document/server-docs/im-v1/message/events/receive):
 text and rich-text (``post``) messages from users; in a group only those that mention
@@ -99,6 +101,7 @@ class Feishu:
         self.token = None
         self.token_end = 0
         self.me = None
+        self.url = None  # the endpoint's answer, for the next step
         self.ws = None
         self.service = 0
         self.conf = {"PingInterval": 120, "ReconnectCount": -1, "ReconnectInterval": 120, "ReconnectNonce": 30}
@@ -167,22 +170,32 @@ class Feishu:
                     self.conf[k] = v
 
     def _connect(self, now):
+        """One step towards the long connection per call (the token, the bot's info, the
+        endpoint, the WebSocket), so one tick blocks for one network exchange at most."""
         from mimi.net import ws
 
+        if self.token is None:
+            self._token()
+            return
         if self.me is None:
             b = self._api("GET", "/open-apis/bot/v3/info").get("bot")
             if not isinstance(b, dict) or not isinstance(b.get("open_id"), str):
                 raise OSError("bad answer")
             self.me = {"open_id": b["open_id"], "app_name": str(b.get("app_name") or "")}
             log.info("fs", "bot %s", self.me["app_name"])
-        d = self._api("POST", "/callback/ws/endpoint", {"AppID": config.get("feishu_app_id"),
-                                                        "AppSecret": config.get("feishu_app_secret")},
-                      False, {"locale": "zh"})
-        data = d.get("data") if isinstance(d.get("data"), dict) else {}
-        url = data.get("URL")
-        if not isinstance(url, str):
-            raise OSError("bad answer")
-        self._configure(data.get("ClientConfig"))
+            return
+        if self.url is None:
+            d = self._api("POST", "/callback/ws/endpoint", {"AppID": config.get("feishu_app_id"),
+                                                            "AppSecret": config.get("feishu_app_secret")},
+                          False, {"locale": "zh"})
+            data = d.get("data") if isinstance(d.get("data"), dict) else {}
+            url = data.get("URL")
+            if not isinstance(url, str):
+                raise OSError("bad answer")
+            self._configure(data.get("ClientConfig"))
+            self.url = url
+            return
+        url, self.url = self.url, None  # its ticket is good for one connection
         q = url.partition("?")[2]
         self.service = 0
         for kv in q.split("&"):
@@ -204,6 +217,7 @@ class Feishu:
 
         self.errors += 1
         self.why = str(e)[:80]
+        self.url = None
         if self.ws is not None:
             self.ws.close()
             self.ws = None
