@@ -226,7 +226,8 @@ class Feishu:
         st = e.args[1].get("handshake-status") if isinstance(e, ws.WsRefused) and isinstance(e.args[1], dict) else None
         if isinstance(e, seam.TLSError) and not seam.clock_synced():
             wait = _FS_CLOCK_WAIT_MS  # not a try: the clock comes with NTP
-        elif isinstance(e, FsError) and code not in _SERVER_BUSY and code not in _LIMITED or st in ("403", "514"):
+        elif isinstance(e, FsError) and e.args[2] < 500 and code not in _SERVER_BUSY and code not in _LIMITED \
+                or st in ("403", "514"):
             wait = _FS_AUTH_BACKOFF_MS  # the app id or secret is wrong, or too many connections
             log.error("fs", commands.text("fs_auth"), e)
         else:
