@@ -34,6 +34,10 @@ def test_echo_text_and_binary_masked_both_ways_sizes_across_the_length_forms():
     op, got = s.recv(5000)
     assert op == ws.OP_TEXT and str(bytes(got), "utf-8") == "grüß dich"
     assert s.recv(0) is None  # nothing more: no wait
+    s.ping(b"still there?")
+    assert s.recv(300) is None  # the pong is taken in, not returned
+    s.send(b"after the ping")
+    assert bytes(s.recv(5000)[1]) == b"after the ping"
     s.close()
     assert s.closed == 1000
     _raises(ws.WsClosed, s.send, b"x")

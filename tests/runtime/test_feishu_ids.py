@@ -20,6 +20,9 @@ def test_allow_owner_and_groups():
     assert commands.is_allowed(P) and commands.is_allowed(G) and not commands.is_allowed("fs_ou_other")
     for bad in ("fs_xx_1", "fs_ou_", "fs_ou_a b", "fs_ou_a,b", "fs_ou_" + "a" * 40, "fs_ou_\u00e9"):
         support.raises(ValueError, commands.allow, bad)
+    c = commands.code()
+    assert c == commands.code()  # the code in force, not a new one (a second channel's banner)
+    assert commands.try_code("fs_ou_new", c) and commands.is_allowed("fs_ou_new") and commands.code() != c
     assert "owner is now nobody" in commands.deny(P)
     assert sessions.key_for("feishu", P) == P and sessions.path_for(P).endswith("/" + P + ".jsonl")
 

@@ -251,7 +251,7 @@ class Telegram:
                 log.warn("tg", "%s", e)
             log.info("tg", "bot @%s", me.get("username"))
             if not commands.allowed():
-                print("\n" + commands.text("banner", me.get("username"), commands.new_code()))
+                print("\n" + commands.text("banner", me.get("username"), commands.code()))  # Feishu may show it too
         busy = self._poll(now)
         q = self.outq
         if q and seam.ticks_diff(now, self.send_at) >= 0 and not self._late():  # the oldest chunk
