@@ -158,6 +158,9 @@ class RawWs:
         else:
             c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                       b"Sec-WebSocket-Accept: " + acc + b"\r\n\r\n" + s)
+        if path == "/vanish":  # gone without a close frame
+            c.close()
+            return
         got = b""
         c.settimeout(3)
         t0 = time.monotonic()

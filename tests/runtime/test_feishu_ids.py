@@ -23,7 +23,7 @@ def test_allow_owner_and_groups():
     c = commands.code()
     assert c == commands.code()  # the code in force, not a new one (a second channel's banner)
     assert commands.try_code("fs_ou_new", c) and commands.is_allowed("fs_ou_new") and commands.code() != c
-    assert "owner is now nobody" in commands.deny(P)
+    assert "owner is now fs_ou_new" in commands.deny(P)  # the next person allowed
     assert sessions.key_for("feishu", P) == P and sessions.path_for(P).endswith("/" + P + ".jsonl")
 
 
