@@ -100,7 +100,9 @@ def init(agent_factory=None):
         b = state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
         state["telegram"] = Telegram(b, bufs=bufs)
         if fsbufs:
+            from mimi.channels import fsformat  # noqa: F401 - loaded here, not in the I/O thread
             from mimi.channels.feishu import Feishu
+            from mimi.net import pbbp2, ws  # noqa: F401
 
             state["feishu"] = Feishu(b, bufs=fsbufs)
         state["heartbeat"] = services.Heartbeat(b)
