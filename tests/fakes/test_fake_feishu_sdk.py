@@ -91,3 +91,33 @@ def test_a_wrong_secret_is_refused_as_feishu_does(fs):
     cli = lark.ws.Client(fs.app_id, "wrong", domain=fs.url, log_level=lark.LogLevel.ERROR)
     with pytest.raises(ws_client.ClientException):
         cli._get_conn_url()
+
+
+def test_an_event_not_acknowledged_is_sent_again():
+    import requests
+    from lark_oapi.ws.pb.pbbp2_pb2 import Frame
+    from websockets.sync.client import connect
+
+    fs = FakeFeishu(redeliver_s=0.3).start()
+    try:
+        url = requests.post(fs.url + "/callback/ws/endpoint",
+                            json={"AppID": fs.app_id, "AppSecret": fs.app_secret}).json()["data"]["URL"]
+        with connect(url) as ws:
+            fs.wait_connected()
+            fs.inject_text("ack me")
+            first, again = Frame(), Frame()
+            first.ParseFromString(ws.recv(timeout=5))
+            again.ParseFromString(ws.recv(timeout=5))  # no ack sent: it comes again
+            assert again.payload == first.payload and json.loads(first.payload)["event"]["message"]["content"]
+            first.payload = b'{"code": 200}'
+            ws.send(first.SerializeToString())
+            fs.wait_acks(1)
+            try:  # copies sent before the ack arrived
+                while True:
+                    ws.recv(timeout=0.5)
+            except TimeoutError:
+                pass
+            with pytest.raises(TimeoutError):
+                ws.recv(timeout=1)  # acknowledged: no more
+    finally:
+        fs.stop()
