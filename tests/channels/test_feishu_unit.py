@@ -77,3 +77,41 @@ def test_frames_acknowledged_as_the_sdk_does():
     ch._frame((ws.OP_BINARY, pong), now)
     assert ch.conf["PingInterval"] == 42 and len(ch.ws.sent) == 3
     support.raises(ValueError, ch._frame, (ws.OP_BINARY, _event_frame(b"x", "f3", 99, 0)), now)
+
+
+class _Quiet(_Ws):
+    """A long connection where nothing comes."""
+
+    def __init__(self, last_ms):
+        _Ws.__init__(self)
+        self.last_ms = last_ms
+        self.closed = False
+
+    def recv(self, timeout_ms=0):
+        return None
+
+    def close(self):
+        self.closed = True
+
+
+def test_pings_on_the_interval_and_a_silent_connection_is_dropped():
+    from mimi import config
+
+    support.fresh_flash()
+    config.set("feishu_app_id", "cli_FAKE")
+    config.set("feishu_app_secret", "FAKE")
+    config.set("feishu_domain", "http://127.0.0.1:9")
+    ch = Feishu(bus.Bus(2, 2), bufs=(bytearray(64), bytearray(64)))
+    ch.tick(seam.ticks_ms())  # takes the settings (and fails to reach the dead address)
+    now = seam.ticks_ms()
+    ch.ws = q = _Quiet(now)
+    ch.service, ch.ping_at = 7, now
+    ch.conf["PingInterval"] = 1
+    ch.tick(now)
+    assert len(q.sent) == 1 and q.sent[0]["method"] == 0 and q.sent[0]["service"] == 7
+    assert pbbp2.header(q.sent[0], "type") == "ping"
+    ch.tick(now)
+    assert len(q.sent) == 1  # not again before the interval
+    q.last_ms = seam.ticks_add(now, -3500)  # silent for over three intervals
+    ch.tick(now)
+    assert ch.ws is None and q.closed and "silent" in ch.why
