@@ -306,8 +306,12 @@ class FakeFeishu(FakeServer):
         self._send_frames(frames)
         return fid
 
-    def _send_frames(self, frames):
-        ws = self.ws
+    def _send_frames(self, frames, wait_s=2.0):
+        end = time.time() + wait_s  # a client that just connected may not be registered yet
+        with self._cond:
+            while self.ws is None and time.time() < end:
+                self._cond.wait(0.05)
+            ws = self.ws
         if ws is None:
             raise AssertionError("fake Feishu: no client connected")
         for fr in frames:
@@ -321,7 +325,7 @@ class FakeFeishu(FakeServer):
                     self._unacked[k] = (v[0], time.time())
             for k, v in due:
                 try:
-                    self._send_frames(v[0])
+                    self._send_frames(v[0], 0)
                 except Exception:  # noqa: BLE001 - not connected now: later
                     pass
 

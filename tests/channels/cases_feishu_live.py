@@ -170,13 +170,12 @@ def test_pings_go_out_on_the_servers_interval_and_the_pong_config_is_taken():
 
 def test_a_dropped_connection_is_made_again_and_events_still_come():
     b, ch, u = _setup()
-    _until(ch, lambda: ch.ws is not None)
     c0 = _fake("state")["connections"]
+    _until(ch, lambda: ch.ws is not None and _fake("state")["connections"] == c0 + 1)  # the fake holds it too
     _fake("kick", {"code": 1001})
     _until(ch, lambda: ch.ws is None)
     assert ch.errors == 1 and "1001" in ch.why, ch.why
-    _until(ch, lambda: ch.ws is not None)
-    assert _fake("state")["connections"] == c0 + 1
+    _until(ch, lambda: ch.ws is not None and _fake("state")["connections"] == c0 + 2)
     _fake("inject", {"text": "still there?", "sender": u})
     assert _until(ch, lambda: b.inbound.get(0))["text"] == "still there?"
     ch.stop()
