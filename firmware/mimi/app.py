@@ -348,7 +348,7 @@ def route(msg):
             return True
         ch = "telegram"
     elif ch == "cron":
-        ch = "telegram" if cid.lstrip("-").isdigit() else "cli"
+        ch = "telegram" if cid.partition(":")[0].lstrip("-").isdigit() else "cli"  # "chat:topic" too
     if cid[:3] == "fs_":  # a Feishu chat, whoever named it (a job, the owner, send_message)
         ch = "feishu"
     if ch == "feishu":
