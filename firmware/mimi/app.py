@@ -82,8 +82,6 @@ def init(agent_factory=None):
         llm.init()  # the largest block (the reply buffer) first
         state["context"] = Context(config.AGENT_CONTEXT_BYTES)
         bufs = bytearray(config.TG_POLL_BUF_BYTES), bytearray(config.TG_SEND_BUF_BYTES)
-        fsbufs = (bytearray(config.FS_WS_BUF_BYTES), bytearray(config.FS_SEND_BUF_BYTES)) \
-            if config.get("feishu_app_id") else None
         from mimi import services  # noqa: F401
         from mimi.agent import loop  # noqa: F401
         from mimi.channels.telegram import Telegram
@@ -99,12 +97,10 @@ def init(agent_factory=None):
             seam.collect()
         b = state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
         state["telegram"] = Telegram(b, bufs=bufs)
-        if fsbufs:
-            from mimi.channels import fsformat  # noqa: F401 - loaded here, not in the I/O thread
-            from mimi.channels.feishu import Feishu
-            from mimi.net import pbbp2, ws  # noqa: F401
+        if config.get("feishu_app_id"):  # its modules and 18 KB of buffers only when set up
+            from mimi.channels import feishu
 
-            state["feishu"] = Feishu(b, bufs=fsbufs)
+            state["feishu"] = feishu.init(b)
         state["heartbeat"] = services.Heartbeat(b)
         for name in config.APP_TOOL_MODULES:  # each tool module registers its tools
             try:

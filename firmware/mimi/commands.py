@@ -218,7 +218,7 @@ def _id(chat_id):
     s = str(chat_id).strip()
     if s[:6] in ("fs_ou_", "fs_oc_") and 6 < len(s) <= 40:  # Feishu: an open_id or a chat_id
         for c in s:
-            if not (c.isalpha() or c.isdigit() or c in "_-") or c > "z":
+            if not (c.isalpha() or c.isdigit() or c == "_" or c == "-") or c > "z":
                 raise ValueError(text("bad_id", s))
         return s
     if not s.lstrip("-").isdigit() or len(s) > 21 or not int(s):  # no chat has id 0
@@ -227,8 +227,9 @@ def _id(chat_id):
 
 
 def is_group(chat_id):
-    """True for a group chat's id: negative (Telegram), ``fs_oc_`` (Feishu)."""
-    return chat_id[:1] == "-" or chat_id[:6] == "fs_oc_"
+    """True for a group chat's id: negative (Telegram), ``fs_oc_...`` (Feishu; a person's is
+    ``fs_ou_...``). The letter is compared, not the prefix: no new interned name (docs/heap.md)."""
+    return chat_id[:1] == "-" or chat_id[:3] == "fs_" and chat_id[4:5] == "c"
 
 
 def allowed():

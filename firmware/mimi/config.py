@@ -81,11 +81,6 @@ TG_DENY_CHATS_MAX = const(16)
 TG_PAIR_TRIES = const(10)  # wrong pairing codes before the code is void
 TG_MEDIA_REPLY = "I can read text only: please send your message as text."
 
-# -- feishu (mimi/channels/feishu.py; issue 15) ------------------------------------------
-# Shares Telegram's call deadlines, send tries, back-off and stranger limits (TG_*).
-FS_WS_BUF_BYTES = const(16384)  # the long connection's receive buffer: the longest event frame kept
-FS_SEND_BUF_BYTES = const(2048)  # open API answers (the endpoint's, with its long URL, is the largest)
-
 # -- cron and heartbeat (mimi/services/; issue 5) ---------------------------------------
 HEARTBEAT_EVERY_MS = const(1800000)  # 30 minutes
 HEARTBEAT_TASKS_MAX = const(20)

@@ -37,7 +37,7 @@ def test_routing_to_the_feishu_channel():
     boot.state["safe"] = False
     assert app.init(agent_factory=support.Echo)
     fs = app.state["feishu"]
-    assert fs is not None and len(fs.bufs[0]) == config.FS_WS_BUF_BYTES
+    assert fs is not None and len(fs.bufs[0]) == 16384
     assert app.route({"channel": "feishu", "chat_id": P, "text": "hi", "kind": "text"})
     assert app.route({"channel": "feishu", "chat_id": P, "text": "", "kind": "typing"})
     assert app.route({"channel": "cron", "chat_id": G, "text": "briefing", "kind": "text"})

@@ -47,8 +47,13 @@ import os
 from micropython import const
 
 from mimi import commands, config, log, seam
+from mimi.channels import fsformat, tgformat
+from mimi.net import pbbp2, ws
 
-# Tunables (config.py holds those shared by several modules and the settings).
+# Tunables (config.py holds those shared by several modules and the settings); it shares
+# Telegram's call deadlines, send tries, back-off and stranger limits (TG_*).
+_FS_WS_BUF_BYTES = const(16384)  # the long connection's receive buffer: the longest event frame kept
+_FS_SEND_BUF_BYTES = const(2048)  # open API answers (the endpoint's, with its long URL, is the largest)
 _FS_OUTQ_MAX = const(24)
 _FS_TOKEN_EARLY_MS = const(600000)  # as the SDK: a token is renewed 10 minutes before it expires
 _FS_SEEN_MAX = const(32)
@@ -71,6 +76,13 @@ class FsError(Exception):
     """The open API said no. ``args``: (code, msg, HTTP status)."""
 
 
+def init(bus):
+    """The channel, its buffers allocated: what ``mimi.app.init`` calls while
+    ``feishu_app_id`` is set (a function of a name the package has already, not the class:
+    one interned name less in every build, docs/heap.md)."""
+    return Feishu(bus)
+
+
 def _rand_ms(top_ms):
     return int.from_bytes(os.urandom(2), "big") * top_ms // 65536
 
@@ -79,7 +91,7 @@ class Feishu:
     """``Feishu(bus, bufs=None)``: the channel for the app in the settings
     (``feishu_app_id``, ``feishu_app_secret``, ``feishu_domain``), read at every tick so a
     change applies at once. ``bufs``: (WebSocket receive, API answer) bytearrays, allocated
-    at the first connection when None.
+    here when None (``_FS_WS_BUF_BYTES``, ``_FS_SEND_BUF_BYTES``).
 
     State tests look at: ``ws`` (the long connection or None), ``me`` (the bot's info),
     ``conf`` (the server's ClientConfig), ``outq`` (``[chat_id, markdown, tries, mode]``,
@@ -88,7 +100,7 @@ class Feishu:
 
     def __init__(self, bus, bufs=None):
         self.bus = bus
-        self.bufs = bufs
+        self.bufs = bufs or (bytearray(_FS_WS_BUF_BYTES), bytearray(_FS_SEND_BUF_BYTES))
         self.key = None  # (app id, secret, domain) the state belongs to
         self.outq = []
         self.told = {}
@@ -172,8 +184,6 @@ class Feishu:
     def _connect(self, now):
         """One step towards the long connection per call (the token, the bot's info, the
         endpoint, the WebSocket), so one tick blocks for one network exchange at most."""
-        from mimi.net import ws
-
         if self.token is None:
             self._token()
             return
@@ -213,8 +223,6 @@ class Feishu:
 
     def _lost(self, now, e):
         """The connection failed or ended: close it and schedule the next try."""
-        from mimi.net import ws
-
         self.errors += 1
         self.why = str(e)[:80]
         self.url = None
@@ -240,8 +248,6 @@ class Feishu:
 
     def _frame(self, m, now):
         """Act on one WebSocket message ``(opcode, data)`` from the long connection."""
-        from mimi.net import pbbp2
-
         op, data = m
         if data is None:
             log.warn("fs", "a frame over %d bytes was dropped", len(self.bufs[0]))
@@ -287,7 +293,6 @@ class Feishu:
 
     def _event(self, d, now):
         """An event's JSON (dict): a message from a person goes to the agent."""
-        from mimi.channels import fsformat
         from mimi.storage import sessions
 
         if (d.get("header") or {}).get("event_type") != "im.message.receive_v1":
@@ -361,8 +366,6 @@ class Feishu:
     def tick(self, now):
         """One step: connect when due, read frames, ping, send one reply chunk. Returns True
         when something was done."""
-        from mimi.net import pbbp2
-
         t0 = seam.ticks_ms()
         app_id, secret = config.get("feishu_app_id"), config.get("feishu_app_secret")
         if not app_id or not secret:
@@ -372,8 +375,6 @@ class Feishu:
             self.stop()
             self._reset()
             self.key = key
-        if self.bufs is None:
-            self.bufs = (bytearray(config.FS_WS_BUF_BYTES), bytearray(config.FS_SEND_BUF_BYTES))
         busy = False
         try:
             if self.ws is None:
@@ -408,8 +409,6 @@ class Feishu:
 
     def _send(self, q, now):
         """Send the oldest chunk of ``q``; on failure change its form, split it, retry or drop it."""
-        from mimi.channels import fsformat, tgformat
-
         item = q[0]
         cid, md, count, mode = item
         rid = cid[3:]
@@ -466,8 +465,6 @@ class Feishu:
 
     def queue_text(self, chat_id, text, plain=False):
         """Queue ``text`` for ``chat_id`` (Markdown, or ``plain`` text), split as needed."""
-        from mimi.channels import tgformat
-
         for c in tgformat.split(text, _FS_CHUNK_UNITS):
             if plain or not tgformat.blank(c):
                 self.outq.append([chat_id, c, 0, 1 if plain else 0])

@@ -276,7 +276,9 @@ class Pending:
                 raise OSError("malformed response")
             self.status, self.headers, self.body, self.truncated = status, h, mv[:0 if sink else n], cut
             if status == 101:  # Switching Protocols: the caller (mimi.net.ws) takes the connection
-                self.conn, self.rest = self._conn, bytes(memoryview(self._rb)[self._rs:self._re])
+                # (``link``), and the body is what the server sent after the head (the new
+                # protocol's start). "link", not a new name: the interned-name pool (docs/heap.md)
+                self.link, self.body = self._conn, memoryview(bytes(memoryview(self._rb)[self._rs:self._re]))
                 self._conn = None
             return self
         finally:

@@ -103,7 +103,7 @@ def connect(url, buf, headers=None, want=(), timeout_ms=15000, connect_timeout_m
         buf=buf, want=("upgrade", "sec-websocket-accept") + tuple(want))
     if r.status != 101:
         raise WsRefused(r.status, r.headers)
-    conn, rest = r.conn, r.rest
+    conn, rest = r.link, bytes(r.body)
     if r.headers.get("upgrade", "").lower() != "websocket" or r.headers.get("sec-websocket-accept") != accept_key(key):
         conn.close()
         raise WsRefused(101, r.headers)
