@@ -228,8 +228,8 @@ def _id(chat_id):
 
 def is_group(chat_id):
     """True for a group chat's id: negative (Telegram), ``fs_oc_...`` (Feishu; a person's is
-    ``fs_ou_...``). The letter is compared, not the prefix: no new interned name (docs/heap.md)."""
-    return chat_id[:1] == "-" or chat_id[:3] == "fs_" and chat_id[4:5] == "c"
+    ``fs_ou_...``)."""
+    return chat_id.startswith("-") or chat_id.startswith("fs_oc_")
 
 
 def allowed():
