@@ -19,12 +19,22 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
   a call to a tool that was not offered gets an error result, it never runs.
 - ``handle`` never raises: a failure becomes one short message to the user, and the log
   gets one line with the tag (nanobot: "a failing turn becomes a short message").
+- Real chats (issue 13): calls cut off by the length limit never run, and the same call
+  repeated in a turn is stopped (``mimi.agent.checks``); a refused turn is kept out of
+  later windows (``sessions.forget_turn``: the providers say a refused turn left in the
+  history makes every later one refused); DeepSeek's ``reasoning_content`` is kept on the
+  assistant messages of a turn with tool calls (cut to ``_AGENT_REASONING_MAX_BYTES``),
+  which its API wants back; a request too long for the model's context is retried once
+  with only this turn, tool results cut (``compact.shrink``); after the reply, the chat's
+  summary is brought up to date when due (``compact.after_turn``) and every turn's system
+  prompt holds it.
 """
 import os
 
 from micropython import const
 
 from mimi import config, log, seam
+from mimi.agent import checks, compact
 from mimi.storage import fs, sessions
 from mimi.tools import registry
 import mimi.llm as llm
@@ -36,6 +46,7 @@ _AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note.
 _AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever comes first
 _AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
 _AGENT_GROUP_DENIED = const(("file", "gpio", "cron"))  # tool groups group chats do not get by default
+_AGENT_REASONING_MAX_BYTES = const(4096)  # DeepSeek's reasoning_content kept on one message
 
 _TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
@@ -43,7 +54,9 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "|bug Sorry, something went wrong (%s).|text I can only read text messages."
              "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
              "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
-             "|refusal [The model declined.]|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
+             "|refusal [The model declined. That message is left out of our conversation, so the next ones are not affected: try asking another way.]"
+             "|long the request is too long for the model even with the older messages left out (%s); /new starts afresh"
+             "|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
              "|paused the server paused its turn each time"
              "|disk [This chat could not be saved (%s): the flash may be full. /new starts a fresh file; old "
              "archives in /data/sessions/archive can be deleted.]|")
@@ -89,6 +102,7 @@ class Agent:
         self.context = context
         self.provider = provider or llm.current
         self.busy = None  # chat id being worked on, for /status
+        self._compact = None  # (key, provider, window_full) for compact.after_turn once the turn is answered
 
     def run(self, stop):
         """Take messages from ``bus.inbound`` until ``stop()`` is true (the agent thread)."""
@@ -109,6 +123,7 @@ class Agent:
         self.busy = chat
         self.bus.send(channel, chat, "", "typing")
         _unsaved[0] = None
+        self._compact = None
         try:
             reply = self._turn(msg, channel, chat)
         except llm.LLMError as e:
@@ -128,6 +143,10 @@ class Agent:
         if reply:
             self.bus.send(channel, chat, reply, "text")
         self.bus.send(channel, chat, "", "idle")
+        turn = self._compact
+        self._compact = None
+        if turn:  # after the answer is out: the person does not wait for the summary
+            compact.after_turn(*turn)
         self.busy = None
         usage.save(False)
         return reply
@@ -147,14 +166,23 @@ class Agent:
             _save(key, {"role": "assistant", "content": out})
             return out
         messages = sessions.load(key)
+        full = sessions.report["start"] > 0  # older messages exist than the window holds
         _add(key, messages, {"role": "user", "content": text})
         # hardware notes: a function of the room left in the context, which calls it
-        self.context.build(msg, retrieval and (
-            lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES))))
+        hw = retrieval and (lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES)))
+        summary = compact.summary(key)
+        if summary:  # what left the window (compact); a chat without one builds as before
+            self.context.build(msg, hw, summary=summary)
+        else:
+            self.context.build(msg, hw)
+        summary = hw = None
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
         tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group")}
         provider = self.provider()
+        check = checks.Checks()
+        think = None  # DeepSeek's reasoning_content of the last reply
+        refused = False
         t0 = seam.ticks_ms()
         noted = False
         ran = []  # the distinct tools run, for the note and the round limit message
@@ -164,10 +192,13 @@ class Agent:
             messages, fixes = sessions.repair(messages)
             if fixes:
                 log.warn(_TAG, "%s: fix %d", key, fixes)
-            reply = provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
+            reply = _ask(provider, system, messages, offered)
             usage.add(reply["usage"])
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
+            think = reply.get("reasoning_content")
             reply = None
+            if calls and stop == "max_tokens":  # cut off inside a call: never run it
+                check.cut(calls, config.LLM_MAX_TOKENS)
             if calls:
                 # A missing or reused id (servers that number calls per reply: call_0 every
                 # round) would make repair drop this call and its result: give it a fresh one.
@@ -182,7 +213,7 @@ class Agent:
                     if len(b) > cap:
                         mark = "\n[result cut to %d bytes]" % cap
                         m["content"] = str(b[:fs.utf8_end(b, cap - len(mark))], "utf-8") + mark
-                _add(key, messages, {"role": "assistant", "content": out, "tool_calls": calls})
+                _add(key, messages, _reasoned({"role": "assistant", "content": out, "tool_calls": calls}, think))
                 for c in calls:
                     name = c.get("name", "")
                     steps += 1
@@ -194,6 +225,7 @@ class Agent:
                             break
                     else:
                         err = llm.pick(_MSG, "offer") % name
+                    err = err or check.repeat(name, c.get("input") or {})
                     if err:
                         res = (llm.pick(_MSG, "retry") % err, True)
                     else:
@@ -205,23 +237,72 @@ class Agent:
                                   seam.ticks_diff(seam.ticks_ms(), t0) >= _AGENT_NOTE_AFTER_MS):
                     noted = True
                     self.bus.send(channel, chat, llm.pick(_MSG, "note") % (steps, ", ".join(ran[:6])), "note")
+                if check.stop:  # cut again, or a repeat after the note: the person hears why
+                    out = check.stop
+                    think = None
+                    break
             elif stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
                 if out:
                     _add(key, messages, {"role": "assistant", "content": out})
             else:
+                refused = stop == "refusal"
                 note = llm.pick(_MSG, stop)  # max_tokens, refusal: the user is told; else None
                 if note:
                     out = "%s\n\n%s" % (out, note) if out else note
                 out = out or "(no reply)"
                 break
         else:
+            think = None
             out = llm.pick(_MSG, "rounds") % (config.AGENT_MAX_ROUNDS, "tools: " + ", ".join(ran[:6]) if ran else
                                               llm.pick(_MSG, "paused"))
         messages = None  # not needed any more: room for the copies a long reply costs when saved
         if len(out) > 8192:
             seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first
-        _save(key, {"role": "assistant", "content": out})
+        _save(key, _reasoned({"role": "assistant", "content": out}, think if steps else None))
+        if refused:
+            _forget(key)
+        self._compact = (key, provider, full)
         return out
+
+
+def _ask(provider, system, messages, offered):
+    """``provider.chat`` for this round; a request too long for the model's context is
+    shortened in place (``compact.shrink``) and sent once more, then the user is told."""
+    try:
+        return provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
+    except llm.LLMError as e:
+        if not e.too_long:
+            raise
+        short = compact.shrink(messages)
+        if short is None:
+            raise llm.LLMError(llm.pick(_MSG, "long") % e.user_message, e.status)
+        log.warn(_TAG, "context full: %d -> %d messages", len(messages), len(short))
+        messages[:] = sessions.repair(short)[0]  # the later rounds of this turn stay short
+        short = None
+    try:
+        return provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
+    except llm.LLMError as e:
+        if e.too_long:
+            raise llm.LLMError(llm.pick(_MSG, "long") % e.user_message, e.status)
+        raise
+
+
+def _reasoned(m, think):
+    """``m`` with DeepSeek's ``reasoning_content`` (capped) when the reply had one."""
+    if think is not None:
+        b = seam.as_bytes(think)
+        m["reasoning_content"] = think if len(b) <= _AGENT_REASONING_MAX_BYTES else str(
+            b[:fs.utf8_end(b, _AGENT_REASONING_MAX_BYTES)], "utf-8")
+    return m
+
+
+def _forget(key):
+    """Keep the refused turn out of later windows (``sessions.forget_turn``)."""
+    try:
+        sessions.forget_turn(key)
+    except OSError as e:
+        if _unsaved[0] is None:
+            _unsaved[0] = e
 
 
 def _save(key, m):

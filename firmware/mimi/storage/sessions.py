@@ -17,6 +17,12 @@ stays on flash for the model to ``read_file`` later; a request carries only the 
   (``n`` grows; at most ``SESSION_ARCHIVES_MAX`` kept) and the fresh file starts with
   the last messages, so the conversation carries on. ``clear`` archives without carry.
 - Cron and heartbeat chats have their own keys (``cron_<id>``, ``hb_<id>``).
+- A turn the model refused is kept out of later windows (``forget_turn`` writes a marker
+  line after it; ``load`` skips the turn before a marker, its question included): the
+  providers say to remove the refused turn, or every later turn is refused too
+  (Anthropic, "Streaming refusals"). The file still holds it.
+- A chat's summary (``mimi.agent.compact``) lives beside its file,
+  ``/data/sessions/<key>.summary.json``; ``clear`` and ``delete`` remove it.
 """
 import json
 
@@ -35,7 +41,9 @@ _SUFFIX = const(".jsonl")
 _KEY_MAX = const(40)
 
 _lock = seam.allocate_lock()
-report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0}  # the last load
+report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0, "start": 0}  # the last load; start: its
+# first message's byte offset in the file (0 for none)
+_FORGET = const("forget")  # the role of the marker line after a refused turn
 
 
 def _safe(text):
@@ -61,6 +69,24 @@ def path_for(key):
     if not key or len(key) > _KEY_MAX or _safe(key) != key:
         raise ValueError("bad session key: %r" % (key,))
     return config.SESSIONS_DIR + "/" + key + _SUFFIX
+
+
+def summary_path(key):
+    """``/data/sessions/<key>.summary.json``: the chat's summary (``mimi.agent.compact``)."""
+    return path_for(key)[:-len(_SUFFIX)] + ".summary.json"
+
+
+def forget_turn(key):
+    """Keep the turn just saved (from its user message on) out of every later ``load``:
+    appends a marker line; the turn stays in the file. Raises ``OSError`` as ``append``."""
+    append(key, {"role": _FORGET})
+
+
+def generation(key):
+    """A number that changes whenever the session file is rotated or cleared (the newest
+    archive's number; 0 before the first): byte offsets into the file hold only within one."""
+    nums = _archive_nums(key)
+    return nums[-1] if nums else 0
 
 
 def keys():
@@ -115,7 +141,15 @@ def clear(key):
     """Start the session afresh: the file moves to the archive (still readable). Returns
     the archive's path, or None when there was nothing to keep."""
     with _lock:
+        _remove_summary(key)
         return _rotate(key, 0)
+
+
+def _remove_summary(key):
+    try:
+        fs.remove(summary_path(key))
+    except fs.NotFound:
+        pass
 
 
 def delete(key):
@@ -123,6 +157,7 @@ def delete(key):
     number of files removed."""
     n = 0
     with _lock:
+        _remove_summary(key)
         try:
             fs.remove(path_for(key))
             n += 1
@@ -234,7 +269,9 @@ def load(key, n=None, budget=None):
     line over ``SESSION_LINE_MAX_BYTES`` becomes a short message saying where it is (a
     tool result is left out: its call cannot be matched without parsing it). The result
     is repaired (``repair``). Skipped and mended lines are counted in the module's
-    ``report``. Returns [] for a new session.
+    ``report``, and ``report["start"]`` is the byte offset of the window's first message.
+    A turn followed by a ``forget_turn`` marker is skipped (it does not count in ``n``).
+    Returns [] for a new session.
     """
     n = n or _AGENT_HISTORY_MSGS
     budget = budget or _SESSION_WINDOW_MAX_BYTES
@@ -246,7 +283,9 @@ def load(key, n=None, budget=None):
     except fs.NotFound:
         return []
     got = []
+    offs = []  # each message's byte offset, as got
     used = 0
+    skip = False  # inside a turn before a forget marker (reading backwards)
     try:
         for s, e in _spans(f, size):
             ln = e - s
@@ -275,10 +314,17 @@ def load(key, n=None, budget=None):
                 if not isinstance(m, dict):
                     report["torn" if e == size else "malformed"] += 1  # only the last line can end at size
                     continue
+            if m.get("role") == _FORGET:
+                skip = True
+                continue
+            if skip:  # the refused turn, back to its question
+                skip = m.get("role") != "user"
+                continue
             if got and used + ln > budget:
                 break
             used += ln
             got.append(m)
+            offs.append(s)
             # n reached: go on back (to 2n) until the window starts at a user message,
             # so a turn with many tool rounds keeps its question.
             if len(got) >= n and (m.get("role") == "user" or len(got) >= 2 * n):
@@ -289,6 +335,8 @@ def load(key, n=None, budget=None):
     i = 0  # the window starts at a question: what comes before it (a rotation's carry) is no damage
     while i < len(got) and got[i].get("role") != "user":
         i += 1
+    report["start"] = offs[len(offs) - 1 - i] if i < len(got) else 0
+    offs = None
     out, fixes = repair(got[i:])
     report["repaired"] = fixes
     if report["torn"] or report["malformed"] or report["oversize"] or fixes:
