@@ -19,22 +19,33 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
   a call to a tool that was not offered gets an error result, it never runs.
 - ``handle`` never raises: a failure becomes one short message to the user, and the log
   gets one line with the tag (nanobot: "a failing turn becomes a short message").
-- Real chats (issue 13): calls cut off by the length limit never run, and the same call
-  repeated in a turn is stopped (``mimi.agent.checks``); a refused turn is kept out of
-  later windows (``sessions.forget_turn``: the providers say a refused turn left in the
-  history makes every later one refused); DeepSeek's ``reasoning_content`` is kept on the
-  assistant messages of a turn with tool calls (cut to ``_AGENT_REASONING_MAX_BYTES``),
-  which its API wants back; a request too long for the model's context is retried once
-  with only this turn, tool results cut (``compact.shrink``); after the reply, the chat's
-  summary is brought up to date when due (``compact.after_turn``) and every turn's system
-  prompt holds it.
+- Real chats (issue 13):
+  - A reply cut off by the length limit (stop ``max_tokens``) never runs its calls: their
+    arguments may hold half a file, and a cut ``write_file`` would destroy what the file
+    held. Each gets an error result asking for smaller pieces, its half arguments are not
+    kept, and a second cut reply in the turn ends it with a word to the user.
+  - The same call (name and arguments) made ``_AGENT_REPEAT_MAX`` times within the last
+    ``_AGENT_REPEAT_WINDOW`` calls of a turn (ZeroClaw's loop detector: 3 in 20) is not
+    run: its result tells the model to use what it has; a repeat after that ends the turn
+    with a word to the user, so a turn never spends its rounds on one call.
+  - A refused turn is kept out of later windows (a ``{"role": "forget"}`` line after it,
+    see ``mimi.storage.sessions``: the providers say a refused turn left in the history
+    makes every later one refused).
+  - DeepSeek's ``reasoning_content`` is kept on the assistant messages of a turn with
+    tool calls (cut to ``_AGENT_REASONING_MAX_BYTES``): its API wants it back.
+  - A request too long for the model's context is sent once more with only this turn,
+    tool results cut (``compact.retry_short``), then the user is told.
+  - The chat's summary (``mimi.agent.compact``) is in every turn's system prompt; after
+    the reply, at most every ``_AGENT_COMPACT_EVERY_TURNS`` turns of a chat whose history
+    is longer than the window, ``compact.update`` brings it up to date. ``compact`` is
+    imported only then (and on a full context): a short chat never loads it.
 """
+import json
 import os
 
 from micropython import const
 
 from mimi import config, log, seam
-from mimi.agent import checks, compact
 from mimi.storage import fs, sessions
 from mimi.tools import registry
 import mimi.llm as llm
@@ -47,6 +58,9 @@ _AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever 
 _AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
 _AGENT_GROUP_DENIED = const(("file", "gpio", "cron"))  # tool groups group chats do not get by default
 _AGENT_REASONING_MAX_BYTES = const(4096)  # DeepSeek's reasoning_content kept on one message
+_AGENT_REPEAT_MAX = const(3)  # the same call this often within the window is not run
+_AGENT_REPEAT_WINDOW = const(20)  # calls of a turn looked back on
+_AGENT_COMPACT_EVERY_TURNS = const(5)  # one summary call per this many turns of a chat, at most
 
 _TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
@@ -55,12 +69,12 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
              "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
              "|refusal [The model declined. That message is left out of our conversation, so the next ones are not affected: try asking another way.]"
-             "|long the request is too long for the model even with the older messages left out (%s); /new starts afresh"
              "|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
              "|paused the server paused its turn each time"
              "|disk [This chat could not be saved (%s): the flash may be full. /new starts a fresh file; old "
              "archives in /data/sessions/archive can be deleted.]|")
 _unsaved = [None]  # the first failed session write of this turn (the agent runs one turn at a time)
+_turns = {}  # session key -> turns since its last summary check (RAM: after a reboot, checked at once)
 
 
 def denied_groups(msg):
@@ -145,8 +159,14 @@ class Agent:
         self.bus.send(channel, chat, "", "idle")
         turn = self._compact
         self._compact = None
-        if turn:  # after the answer is out: the person does not wait for the summary
-            compact.after_turn(*turn)
+        if turn and _compact_due(*turn):  # after the answer is out: the person does not wait for it
+            try:
+                from mimi.agent import compact
+            except MemoryError:  # its first import compiles it (a package of .py files)
+                compact = None
+                log.warn(_TAG, "no mem for compact")
+            if compact:
+                compact.update(turn[0], turn[1])
         self.busy = None
         usage.save(False)
         return reply
@@ -170,7 +190,7 @@ class Agent:
         _add(key, messages, {"role": "user", "content": text})
         # hardware notes: a function of the room left in the context, which calls it
         hw = retrieval and (lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES)))
-        summary = compact.summary(key)
+        summary = sessions.summary(key)["text"] if _summarised(key) else ""
         if summary:  # what left the window (compact); a chat without one builds as before
             self.context.build(msg, hw, summary=summary)
         else:
@@ -180,9 +200,12 @@ class Agent:
         offered = registry.offered(denied_groups(msg))
         tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group")}
         provider = self.provider()
-        check = checks.Checks()
         think = None  # DeepSeek's reasoning_content of the last reply
         refused = False
+        recent = []  # "name arguments" of the turn's last calls, for repeats
+        warned = False  # the model was told about a repeat
+        cuts = 0  # replies cut off inside a call
+        end = None  # the text for the user when the turn must end (cut again, repeated again)
         t0 = seam.ticks_ms()
         noted = False
         ran = []  # the distinct tools run, for the note and the round limit message
@@ -197,8 +220,13 @@ class Agent:
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
             think = reply.get("reasoning_content")
             reply = None
-            if calls and stop == "max_tokens":  # cut off inside a call: never run it
-                check.cut(calls, config.LLM_MAX_TOKENS)
+            if calls and stop == "max_tokens":  # cut off inside a call: never run it (module doc)
+                cuts += 1
+                for c in calls:
+                    c["input"] = {}
+                    c["error"] = _text("tool_cut", config.LLM_MAX_TOKENS)
+                if cuts > 1:
+                    end = _text("tool_cut_user", calls[0].get("name", ""))
             if calls:
                 # A missing or reused id (servers that number calls per reply: call_0 every
                 # round) would make repair drop this call and its result: give it a fresh one.
@@ -225,7 +253,15 @@ class Agent:
                             break
                     else:
                         err = llm.pick(_MSG, "offer") % name
-                    err = err or check.repeat(name, c.get("input") or {})
+                    k = "%s %s" % (name, json.dumps(sorted((c.get("input") or {}).items())))
+                    recent.append(k)
+                    del recent[:-_AGENT_REPEAT_WINDOW]
+                    n = recent.count(k)
+                    if n >= _AGENT_REPEAT_MAX and not err:  # the same call again: not run (module doc)
+                        err = _text("tool_repeat", name, n - 1)
+                        if warned:
+                            end = _text("tool_repeat_user", name)
+                        warned = True
                     if err:
                         res = (llm.pick(_MSG, "retry") % err, True)
                     else:
@@ -237,8 +273,8 @@ class Agent:
                                   seam.ticks_diff(seam.ticks_ms(), t0) >= _AGENT_NOTE_AFTER_MS):
                     noted = True
                     self.bus.send(channel, chat, llm.pick(_MSG, "note") % (steps, ", ".join(ran[:6])), "note")
-                if check.stop:  # cut again, or a repeat after the note: the person hears why
-                    out = check.stop
+                if end:  # cut again, or a repeat after the note: the person hears why
+                    out = end
                     think = None
                     break
             elif stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
@@ -259,32 +295,49 @@ class Agent:
         if len(out) > 8192:
             seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first
         _save(key, _reasoned({"role": "assistant", "content": out}, think if steps else None))
-        if refused:
-            _forget(key)
+        if refused:  # keep the refused turn out of later windows (sessions' module doc)
+            _save(key, {"role": "forget"})
         self._compact = (key, provider, full)
         return out
 
 
 def _ask(provider, system, messages, offered):
     """``provider.chat`` for this round; a request too long for the model's context is
-    shortened in place (``compact.shrink``) and sent once more, then the user is told."""
+    shortened in place and sent once more (``compact.retry_short``)."""
     try:
         return provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
     except llm.LLMError as e:
         if not e.too_long:
             raise
-        short = compact.shrink(messages)
-        if short is None:
-            raise llm.LLMError(llm.pick(_MSG, "long") % e.user_message, e.status)
-        log.warn(_TAG, "context full: %d -> %d messages", len(messages), len(short))
-        messages[:] = sessions.repair(short)[0]  # the later rounds of this turn stay short
-        short = None
-    try:
-        return provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
-    except llm.LLMError as e:
-        if e.too_long:
-            raise llm.LLMError(llm.pick(_MSG, "long") % e.user_message, e.status)
-        raise
+        from mimi.agent import compact
+
+        return compact.retry_short(provider, system, messages, offered, e)
+
+
+def _text(key, *args):
+    """A rarely needed text of ``mimi/texts.md`` (``commands.text``: read from the file
+    when used, so it costs no RAM in between)."""
+    from mimi import commands
+
+    return commands.text(key, *args)
+
+
+def _summarised(key):
+    """Whether chat ``key`` has a summary (setting ``compact`` not "off"; a person's chat,
+    not a cron job's or the heartbeat's, which run unattended)."""
+    return config.get("compact") != "off" and key[:5] != "cron_" and key[:3] != "hb_"
+
+
+def _compact_due(key, provider, full):
+    """True when the summary of ``key`` is due: at most every ``_AGENT_COMPACT_EVERY_TURNS``
+    turns, and only when its history is longer than the window (``full``)."""
+    if not _summarised(key):
+        return False
+    if len(_turns) > 16 and key not in _turns:
+        _turns.clear()  # bounded: a dropped count only brings a check forward
+    n = _turns.get(key, _AGENT_COMPACT_EVERY_TURNS - 1) + 1
+    _turns[key] = 0 if n >= _AGENT_COMPACT_EVERY_TURNS and full else n
+    return n >= _AGENT_COMPACT_EVERY_TURNS and full
 
 
 def _reasoned(m, think):
@@ -294,15 +347,6 @@ def _reasoned(m, think):
         m["reasoning_content"] = think if len(b) <= _AGENT_REASONING_MAX_BYTES else str(
             b[:fs.utf8_end(b, _AGENT_REASONING_MAX_BYTES)], "utf-8")
     return m
-
-
-def _forget(key):
-    """Keep the refused turn out of later windows (``sessions.forget_turn``)."""
-    try:
-        sessions.forget_turn(key)
-    except OSError as e:
-        if _unsaved[0] is None:
-            _unsaved[0] = e
 
 
 def _save(key, m):

@@ -17,8 +17,9 @@ stays on flash for the model to ``read_file`` later; a request carries only the 
   (``n`` grows; at most ``SESSION_ARCHIVES_MAX`` kept) and the fresh file starts with
   the last messages, so the conversation carries on. ``clear`` archives without carry.
 - Cron and heartbeat chats have their own keys (``cron_<id>``, ``hb_<id>``).
-- A turn the model refused is kept out of later windows (``forget_turn`` writes a marker
-  line after it; ``load`` skips the turn before a marker, its question included): the
+- A turn the model refused is kept out of later windows (the agent appends a marker line
+  ``{"role": "forget"}`` after it; ``load`` skips the turn before a marker, its question
+  included): the
   providers say to remove the refused turn, or every later turn is refused too
   (Anthropic, "Streaming refusals"). The file still holds it.
 - A chat's summary (``mimi.agent.compact``) lives beside its file,
@@ -76,10 +77,17 @@ def summary_path(key):
     return path_for(key)[:-len(_SUFFIX)] + ".summary.json"
 
 
-def forget_turn(key):
-    """Keep the turn just saved (from its user message on) out of every later ``load``:
-    appends a marker line; the turn stays in the file. Raises ``OSError`` as ``append``."""
-    append(key, {"role": _FORGET})
+def summary(key):
+    """Chat ``key``'s summary as ``mimi.agent.compact`` writes it: ``{"text", "upto",
+    "gen"}`` (the text given to each turn, the byte offset it covers up to, the file's
+    ``generation`` then); ``{"text": ""}`` when there is none or it is damaged."""
+    try:
+        d = json.loads(fs.read(summary_path(key), 3072)[0])
+        if isinstance(d, dict) and isinstance(d.get("text"), str):
+            return d
+    except (OSError, ValueError):  # none yet, or damaged: none
+        pass
+    return {"text": ""}
 
 
 def generation(key):
@@ -270,7 +278,7 @@ def load(key, n=None, budget=None):
     tool result is left out: its call cannot be matched without parsing it). The result
     is repaired (``repair``). Skipped and mended lines are counted in the module's
     ``report``, and ``report["start"]`` is the byte offset of the window's first message.
-    A turn followed by a ``forget_turn`` marker is skipped (it does not count in ``n``).
+    A turn followed by a forget marker is skipped (it does not count in ``n``).
     Returns [] for a new session.
     """
     n = n or _AGENT_HISTORY_MSGS
