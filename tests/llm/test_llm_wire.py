@@ -370,12 +370,14 @@ def test_text_tool_calls_several_unknown_unreadable_and_plain_json():
     assert r["tool_calls"][0]["name"] == "format_disk" and r["text"] == ""  # the agent says it is not offered
     r = _pt('<tool_call>{"name": "read_file", "arguments": {"path": </tool_call>')
     c = r["tool_calls"][0]
-    assert c["input"] == {} and "not valid JSON" in c["error"] and r["text"] == ""
+    assert c["input"] == {} and "could not be read" in c["error"] and r["text"] == ""
     # JSON a person asked for is an answer, not a call: only an offered tool's name makes it one
     for text in ('{"name": "Ada", "age": 36}', '[1, 2]', '{"name": "read_file"', 'plain words'):
         r = _pt(text)
         assert r["tool_calls"] == [] and r["text"] == text and r["stop"] == "end", text
     assert _pt('{"name": "read_file", "arguments": {}}', names=None)["tool_calls"] == []  # no tools offered
+    r = _pt("<|python_tag|>print(2 + 2)")  # code for an interpreter: text, not a call
+    assert r["tool_calls"] == [] and r["text"] == "print(2 + 2)"
     # native calls win; Anthropic replies are left alone
     r = wire.parse(_oai({"content": '<tool_call>{"name": "write_file", "arguments": {}}</tool_call>', "tool_calls": [
         {"id": "c", "function": {"name": "read_file", "arguments": "{}"}}]}), "openai", "x", False, NAMES)

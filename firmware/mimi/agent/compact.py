@@ -11,8 +11,8 @@ they leave the window. The transcript it reads is capped (``_COMPACT_INPUT_MAX_B
 each message ``_COMPACT_LINE_MAX_BYTES``, tool results shorter still), and a refused
 turn is never in it. The summary (at most ``_COMPACT_SUMMARY_MAX_BYTES``) is kept in
 ``/data/sessions/<key>.summary.json`` (``{"text", "upto", "gen"}``: the byte offset
-summarised up to, and the session file's ``generation``, since a rotation moves the
-offsets) and goes into the system prompt of every later turn of that chat
+summarised up to, and the session file's generation: the number of its newest archive,
+since a rotation or a clear moves the offsets) and goes into the system prompt of every later turn of that chat
 (``mimi.agent.context``, "Earlier in this chat"). ``/new`` clears it
 (``sessions.clear``). The setting ``compact`` ("on", or "off": no calls, no summary)
 turns it off. Cron and heartbeat sessions are not summarised (they run unattended). The
@@ -21,7 +21,7 @@ Cost (``tools/bench_compact.py``, fake LLM's token counts): see the README, "Tal
 it". A failed summary call is logged and tried again at the next due turn; the user
 never hears of it.
 
-Shrinking (``retry_short``): when a request does not fit the model's context window
+A full context (``retry_short``): when a request does not fit the model's context window
 (``LLMError.too_long``), the agent sends it once more with only this turn's messages and
 every tool result cut to ``_SHRINK_RESULT_BYTES``; then the user is told.
 """
@@ -48,22 +48,16 @@ _PROMPT_PATH = __file__.rsplit("/", 1)[0] + "/compact.md"
 
 
 def update(key, provider):
-    """Fold what is about to leave chat ``key``'s window into its summary (module doc);
-    never raises. The agent calls it when due (``loop._compact_due``). Returns True when
-    a summary call was made. Side effects: one LLM call, its tokens counted (``usage``),
-    the summary file written."""
-    try:
-        return _update(key, provider)
-    except Exception as e:  # noqa: BLE001 - a summary is a bonus: the chat goes on without it
-        log.warn(_TAG, "%s: %s", key, getattr(e, "user_message", None) or repr(e))
-        return False
-
-
-def _update(key, provider):
+    """Fold what is about to leave chat ``key``'s window into its summary (module doc).
+    The agent calls it when due (``loop._compact``). Returns True when a summary call was
+    made. Side effects: one LLM call, its tokens counted (``usage``), the summary file
+    written. Raises what ``provider.chat`` and the file system raise (the agent logs it:
+    a summary is a bonus, the chat goes on without it)."""
     from mimi.llm import usage
 
     st = sessions.summary(key)
-    gen = sessions.generation(key)
+    gen = sessions._archive_nums(key)  # a rotation or a clear archives the file: a new number
+    gen = gen[-1] if gen else 0
     upto = st.get("upto") if st.get("gen") == gen else 0  # rotated or cleared: offsets start again
     sessions.load(key, _COMPACT_KEEP_MSGS)
     cut = sessions.report["start"]
@@ -138,34 +132,26 @@ def _cap(text, n):
     return str(b[:fs.utf8_end(b, n - 3)], "utf-8") + "..."
 
 
-def shrink(messages):
-    """A shorter copy of a request's ``messages`` for a model whose context is full: from
-    the last user message on (this turn), each tool result cut to ``_SHRINK_RESULT_BYTES``.
-    Returns None when that is no shorter (nothing left to take out)."""
-    i = len(messages) - 1
+def retry_short(provider, system, messages, offered, err):
+    """The reply to a request that did not fit the model's context (``err``, an
+    ``LLMError`` with ``too_long``): ``messages`` are shortened in place (from the turn's
+    question on, each tool result cut to ``_SHRINK_RESULT_BYTES``; the later rounds of
+    the turn stay short) and sent once more. Raises ``LLMError`` with a message for the
+    user when there is nothing to take out or it still does not fit."""
+    from mimi.llm import LLMError
+
+    i = len(messages) - 1  # this turn: from its question on
     while i > 0 and messages[i].get("role") != "user":
         i -= 1
-    out = []
-    changed = i > 0
+    short = []
     for m in messages[max(i, 0):]:
         c = m.get("content")
         if m.get("role") == "tool" and isinstance(c, str) and len(seam.as_bytes(c)) > _SHRINK_RESULT_BYTES:
             m = dict(m)
             m["content"] = _cap(c, _SHRINK_RESULT_BYTES - 40) + "\n[result cut: the context was full]"
-            changed = True
-        out.append(m)
-    return out if changed else None
-
-
-def retry_short(provider, system, messages, offered, err):
-    """The reply to a request that did not fit the model's context (``err``, an
-    ``LLMError`` with ``too_long``): ``messages`` are shortened in place (``shrink``: the
-    later rounds of the turn stay short) and sent once more. Raises ``LLMError`` with a
-    message for the user when there is nothing to take out or it still does not fit."""
-    from mimi.llm import LLMError
-
-    short = shrink(messages)
-    if short is None:
+            i = 1
+        short.append(m)
+    if i <= 0:  # nothing older, no long result: no shorter request to try
         raise LLMError(_LONG % err.user_message, err.status)
     log.warn(_TAG, "context full: %d -> %d messages", len(messages), len(short))
     messages[:] = sessions.repair(short)[0]

@@ -159,14 +159,8 @@ class Agent:
         self.bus.send(channel, chat, "", "idle")
         turn = self._compact
         self._compact = None
-        if turn and _compact_due(*turn):  # after the answer is out: the person does not wait for it
-            try:
-                from mimi.agent import compact
-            except MemoryError:  # its first import compiles it (a package of .py files)
-                compact = None
-                log.warn(_TAG, "no mem for compact")
-            if compact:
-                compact.update(turn[0], turn[1])
+        if turn:  # after the answer is out: the person does not wait for it
+            _compact(*turn)
         self.busy = None
         usage.save(False)
         return reply
@@ -221,12 +215,14 @@ class Agent:
             think = reply.get("reasoning_content")
             reply = None
             if calls and stop == "max_tokens":  # cut off inside a call: never run it (module doc)
+                from mimi import commands  # its texts.md: rare texts read when needed, no RAM in between
+
                 cuts += 1
                 for c in calls:
                     c["input"] = {}
-                    c["error"] = _text("tool_cut", config.LLM_MAX_TOKENS)
+                    c["error"] = commands.text("tool_cut", config.LLM_MAX_TOKENS)
                 if cuts > 1:
-                    end = _text("tool_cut_user", calls[0].get("name", ""))
+                    end = commands.text("tool_cut_user", calls[0].get("name", ""))
             if calls:
                 # A missing or reused id (servers that number calls per reply: call_0 every
                 # round) would make repair drop this call and its result: give it a fresh one.
@@ -252,15 +248,17 @@ class Agent:
                         if t.name == name:
                             break
                     else:
-                        err = llm.pick(_MSG, "offer") % name
+                        err = err or llm.pick(_MSG, "offer") % name
                     k = "%s %s" % (name, json.dumps(sorted((c.get("input") or {}).items())))
                     recent.append(k)
                     del recent[:-_AGENT_REPEAT_WINDOW]
                     n = recent.count(k)
                     if n >= _AGENT_REPEAT_MAX and not err:  # the same call again: not run (module doc)
-                        err = _text("tool_repeat", name, n - 1)
+                        from mimi import commands
+
+                        err = commands.text("tool_repeat", name, n - 1)
                         if warned:
-                            end = _text("tool_repeat_user", name)
+                            end = commands.text("tool_repeat_user", name)
                         warned = True
                     if err:
                         res = (llm.pick(_MSG, "retry") % err, True)
@@ -314,30 +312,41 @@ def _ask(provider, system, messages, offered):
         return compact.retry_short(provider, system, messages, offered, e)
 
 
-def _text(key, *args):
-    """A rarely needed text of ``mimi/texts.md`` (``commands.text``: read from the file
-    when used, so it costs no RAM in between)."""
-    from mimi import commands
-
-    return commands.text(key, *args)
-
-
 def _summarised(key):
     """Whether chat ``key`` has a summary (setting ``compact`` not "off"; a person's chat,
     not a cron job's or the heartbeat's, which run unattended)."""
     return config.get("compact") != "off" and key[:5] != "cron_" and key[:3] != "hb_"
 
 
-def _compact_due(key, provider, full):
-    """True when the summary of ``key`` is due: at most every ``_AGENT_COMPACT_EVERY_TURNS``
-    turns, and only when its history is longer than the window (``full``)."""
+def _compact(key, provider, full):
+    """Bring the summary of chat ``key`` up to date when due: at most every
+    ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
+    window (``full``); never raises. ``compact`` is unloaded again after it: in between,
+    its code would hold about 3 KB of a small heap (a package of .py files: ``python -m
+    host_sim bench``'s 500-turn soak in 256 KB ran out of memory with it resident; from
+    ROMFS, as flash.sh deploys it, the code stays in flash and loading it is cheap). A
+    heap too full to load it skips this summary."""
     if not _summarised(key):
-        return False
+        return
     if len(_turns) > 16 and key not in _turns:
         _turns.clear()  # bounded: a dropped count only brings a check forward
-    n = _turns.get(key, _AGENT_COMPACT_EVERY_TURNS - 1) + 1
+    n = _turns.get(key, _AGENT_COMPACT_EVERY_TURNS - 1) + 1  # after a reboot: checked at once
     _turns[key] = 0 if n >= _AGENT_COMPACT_EVERY_TURNS and full else n
-    return n >= _AGENT_COMPACT_EVERY_TURNS and full
+    if _turns[key]:
+        return
+    import sys
+
+    try:
+        from mimi.agent import compact
+
+        compact.update(key, provider)
+    except Exception as e:  # noqa: BLE001 - a summary is a bonus: the chat goes on without it
+        log.warn(_TAG, "%s: no summary: %s", key, getattr(e, "user_message", None) or repr(e))
+    compact = None
+    sys.modules.pop("mimi.agent.compact", None)
+    import mimi.agent
+
+    mimi.agent.__dict__.pop("compact", None)
 
 
 def _reasoned(m, think):

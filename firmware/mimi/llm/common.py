@@ -163,24 +163,14 @@ def _status_error(r, name):
         what += ": " + wire.repair_utf16(msg[:_ERR_MSG_MAX])  # shown to the user: valid UTF-8
     err = LLMError(what, status, hint == "true" if hint in ("true", "false") else
                    (status in (408, 409, 429) or status >= 500) and not quota)
-    err.too_long = status == 413 or status == 400 and _context_too_long(kind, code, msg)
+    # A request over the model's context window, by the words each server uses: OpenAI and
+    # DeepSeek code context_length_exceeded ("maximum context length"), Anthropic "prompt is
+    # too long" / "context limit", llama.cpp exceed_context_size_error, vLLM and others.
+    m = msg.lower() if status == 400 and isinstance(msg, str) else ""
+    err.too_long = status == 413 or "context_length_exceeded" in (kind, code) or kind == "exceed_context_size_error" \
+        or "too long" in m or "context" in m and ("length" in m or "window" in m or "limit" in m or "size" in m) \
+        or "too many tokens" in m
     return err
-
-
-def _context_too_long(kind, code, msg):
-    """True when a 400 says the request does not fit the model's context window, by the
-    words each server uses: OpenAI and DeepSeek code ``context_length_exceeded`` ("This
-    model's maximum context length is ..."), Anthropic "prompt is too long" / "exceed
-    context limit", llama.cpp ``exceed_context_size_error``, vLLM and others "maximum
-    context length", "context window", "too many tokens"."""
-    if "context_length_exceeded" in (kind, code) or kind == "exceed_context_size_error":
-        return True
-    m = msg.lower() if isinstance(msg, str) else ""
-    for words in ("too long", "context length", "context_length", "context window", "context limit",
-                  "context size", "maximum context", "too many tokens"):
-        if words in m:
-            return True
-    return False
 
 
 def _utf16_escapes(buf, n):

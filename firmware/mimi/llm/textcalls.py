@@ -9,32 +9,35 @@ here, from the models' own chat templates:
   </tool_call>``; Llama 3.1's own format: ``<function=NAME>{...}</function>``.
 - Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]`` and the newer
   ``[TOOL_CALLS]NAME[ARGS]{...}``.
-- Llama 3.1 / 3.2: ``<|python_tag|>{"name": ..., "parameters": {...}}`` (``;`` between calls),
-  and a reply that is nothing but that JSON object (or a list of them), bare or in a
-  code fence: read only when its name is one of the offered tools (a model may well
-  answer with JSON a person asked for).
+- Llama 3.1 / 3.2: ``<|python_tag|>{"name": ..., "parameters": {...}}``, and a reply that
+  is nothing but that JSON object (or a list of them), bare or in a code fence: read
+  only when its name is one of the offered tools (a person may well ask for JSON).
 ``arguments`` may be an object or a JSON string; ``parameters`` and ``input`` are taken
 too. The markup never reaches the user: what is left of the text is the reply's text.
-A call the markup holds but that cannot be read becomes a call with an ``"error"`` (the
-model reads it and tries again); a call to a tool not offered is still a call (the agent
-answers that the tool is not available).
+A block that cannot be read becomes a call with an ``"error"`` (the model reads it and
+tries again); a call to a tool not offered is still a call (the agent answers that the
+tool is not available). At most ``_TEXTCALLS_MAX`` calls are read from one reply.
+(Kept small: on the board every name here costs RAM once the module is loaded, and
+``mimi.llm.wire`` loads it only for a reply that holds such markup.)
 """
 import json
 
 from micropython import const
 
-_TEXTCALLS_MAX = const(8)  # calls read from one reply
-_OPENERS = ("<tool_call>", "<function_call>", "[TOOL_CALLS]", "<|python_tag|>", "<function=")
-_TAIL_TOKENS = ("<|eom_id|>", "<|eot_id|>", "</s>")
+_TEXTCALLS_MAX = const(8)
+# (opening, closing) of each form; a closing of None runs to the next opening or the end
+_FORMS = (("<tool_call>", "</tool_call>"), ("<function_call>", "</function_call>"), ("<function=", "</function>"),
+          ("[TOOL_CALLS]", None), ("<|python_tag|>", None))
+_BAD = const("the tool call written in your text could not be read")
 
 
 def has_markup(text):
     """True when ``text`` may hold a call written as text (a cheap first look)."""
-    for m in _OPENERS:
-        if m in text:
+    for o, _ in _FORMS:
+        if o in text:
             return True
     t = text.lstrip()
-    return t[:1] in ("{", "[") or t[:3] == "```"
+    return t[:1] in "{[`" and t != ""
 
 
 def extract(text, names):
@@ -44,146 +47,90 @@ def extract(text, names):
     calls = []
     keep = []
     i = 0
-    n = len(text)
-    while i < n:
-        j, tag = _first_opener(text, i)
+    while True:
+        j = -1
+        for o, c in _FORMS:  # the first opening from i
+            k = text.find(o, i)
+            if k >= 0 and (j < 0 or k < j):
+                j, op, cl = k, o, c
         if j < 0:
             keep.append(text[i:])
             break
         keep.append(text[i:j])
-        if tag == "<function=":
-            k = text.find("</function>", j)
-            i = n if k < 0 else k + 11
-            _function(text[j:k if k >= 0 else n], calls)
-            continue
-        start = j + len(tag)
-        if tag in ("<tool_call>", "<function_call>"):
-            close = "</" + tag[1:]
-            k = text.find(close, start)
-            i = n if k < 0 else k + len(close)  # an unclosed block (a cut reply) runs to the end
-        elif tag == "[TOOL_CALLS]":
-            k = text.find("[TOOL_CALLS]", start)
-            i = k = n if k < 0 else k
-        else:  # <|python_tag|>: the rest of the reply
-            i = k = n
-        body = text[start:k if k >= 0 else n]
-        for t in _TAIL_TOKENS:
-            body = body.replace(t, "")
-        if not _body(body, calls) and tag == "<|python_tag|>":
-            keep.append(body)  # code for an interpreter, not a call: the text without the tag
-    if not calls:
-        v = _json(_unfence(text))
-        found = []
-        for o in v if isinstance(v, list) else (v,):
-            if not isinstance(o, dict) or _name(o) not in names:
-                return text, []
-            found.append(o)
-        for o in found:
-            _add(calls, o)
-        return ("", calls) if calls else (text, [])
-    return "".join(keep).strip(), calls
+        s = j if op == "<function=" else j + len(op)
+        e = text.find(cl or op, s + 1)
+        e = len(text) if e < 0 else e
+        i = e + len(cl) if cl and e < len(text) else e
+        body = text[s:e].replace("<|eom_id|>", "").replace("<|eot_id|>", "").strip()
+        if not _block(body, calls, op != "<|python_tag|>"):
+            keep.append(body)  # code for an interpreter after <|python_tag|>, not a call: the text without the tag
+    if calls or len(keep) > 1:  # markup was there: the text without it
+        return "".join(keep).strip(), calls
+    v = _json(text)  # the bare form: only an offered tool's name makes it a call
+    for o in v if isinstance(v, list) and v else (v,):
+        if not isinstance(o, dict) or (o.get("name") or (o.get("function") or {}).get("name")) not in (names or ()):
+            return text, []
+    for o in v if isinstance(v, list) else (v,):
+        _add(calls, o)
+    return "", calls
 
 
-def _first_opener(text, i):
-    best, tag = -1, None
-    for m in _OPENERS:
-        j = text.find(m, i)
-        if j >= 0 and (best < 0 or j < best):
-            best, tag = j, m
-    return best, tag
-
-
-def _body(body, calls):
-    """Read the calls of one block into ``calls``; False when it held nothing readable."""
-    b = _unfence(body)
-    if not b:
-        return False
-    if b.startswith("<function="):
-        return _function(b, calls)
+def _block(b, calls, sure):
+    """Read the calls one block holds into ``calls``; False when it held none. ``sure``:
+    the markup says it is a call, so one that cannot be read is a call with an error."""
+    if b[:10] == "<function=":  # NAME> then a JSON object or <parameter=KEY>value</parameter> tags
+        n = b.find(">")
+        rest = b[n + 1:].replace("</function>", "").strip()
+        if n < 0 or "<parameter=" not in rest:
+            return _add(calls, {"name": b[10:n].strip(), "arguments": rest or {}} if n > 10 else {})
+        args = {}
+        for part in rest.split("<parameter=")[1:]:
+            k = part.find(">")
+            v = part[k + 1:].split("</parameter>")[0]
+            v = v[1:] if v[:1] == "\n" else v  # the template puts the value on lines of its own
+            v = v[:-1] if v[-1:] == "\n" else v
+            args[part[:k].strip()] = _json(v) or v  # an object or a list given as JSON
+        return _add(calls, {"name": b[10:n].strip(), "arguments": args})
     if "[ARGS]" in b:  # Mistral's newer form: NAME[ARGS]{...}
-        name, _, args = b.partition("[ARGS]")
-        return _add(calls, {"name": name.strip(), "arguments": args.strip()})
+        n, _, a = b.partition("[ARGS]")
+        return _add(calls, {"name": n.strip(), "arguments": a.strip()})
     v = _json(b)
-    if v is None:  # several objects, one a line or ";" between them (Llama 3.1)
-        parts = [_json(p) for p in b.replace(";\n", "\n").replace("};", "}\n").split("\n") if p.strip()]
-        if parts and None not in parts:
-            v = parts
+    if v is None and "}" in b:  # one object a line, or ";" between them (Llama 3.1)
+        v = [_json(p) for p in b.replace("};", "}\n").split("\n") if p.strip()]
+        v = None if None in v else v
     if v is None:
-        return _add(calls, {"name": "", "error": "the tool call written in your text is not valid JSON"})
+        return sure and _add(calls, {})
     ok = False
     for o in v if isinstance(v, list) else (v,):
         ok = _add(calls, o) or ok
     return ok
 
 
-def _function(b, calls):
-    """``<function=NAME>`` then a JSON object or ``<parameter=KEY>value</parameter>`` tags."""
-    e = b.find(">")
-    if e < 0:
-        return _add(calls, {"name": "", "error": "the tool call written in your text has no name"})
-    name = b[10:e].strip()
-    rest = b[e + 1:].replace("</function>", "").strip()
-    if "<parameter=" not in rest:
-        return _add(calls, {"name": name, "arguments": rest or {}})
-    args = {}
-    for part in rest.split("<parameter=")[1:]:
-        e = part.find(">")
-        if e < 0:
-            continue
-        v = part[e + 1:]
-        k = v.find("</parameter>")
-        v = v[:k] if k >= 0 else v
-        if v[:1] == "\n":  # the template puts the value on lines of its own
-            v = v[1:]
-        if v[-1:] == "\n":
-            v = v[:-1]
-        if v[:1] in ("{", "["):  # an object or a list given as JSON
-            j = _json(v)
-            v = v if j is None else j
-        args[part[:e].strip()] = v
-    return _add(calls, {"name": name, "arguments": args})
-
-
-def _name(o):
-    f = o.get("function")
-    n = o.get("name") or (f.get("name") if isinstance(f, dict) else None)
-    return n if isinstance(n, str) else None
-
-
 def _add(calls, o):
-    """Append the call object ``o`` says (name and arguments), at most ``_TEXTCALLS_MAX``."""
+    """Append the call ``o`` names (a ``function`` object inside counts too)."""
     if len(calls) >= _TEXTCALLS_MAX or not isinstance(o, dict):
         return False
     f = o.get("function") if isinstance(o.get("function"), dict) else o
-    args = None
+    c = {"id": "", "name": f.get("name") or o.get("name") or "", "input": None}
     for k in ("arguments", "parameters", "input"):
         if k in f:
-            args = f[k]
+            c["input"] = f[k]
             break
-    c = {"id": "", "name": _name(o) or "", "input": args}
-    if o.get("error"):
-        c["error"] = o["error"]
-        c["input"] = {}
-    elif not c["name"]:
-        c["error"] = "the tool call written in your text has no name"
+    if not isinstance(c["name"], str) or not c["name"]:
+        c["name"], c["input"], c["error"] = "", {}, _BAD
     calls.append(c)
     return True
 
 
-def _unfence(text):
-    """``text`` stripped, without a surrounding Markdown code fence (```json ... ```)."""
-    t = text.strip()
-    if t[:3] == "```" and t[-3:] == "```" and len(t) > 6:
-        t = t[3:-3]
-        nl = t.find("\n")
-        if 0 <= nl < 12 and " " not in t[:nl]:  # the fence's language word
-            t = t[nl + 1:]
-        t = t.strip()
-    return t
-
-
 def _json(s):
+    """``s`` (bare, or in a Markdown code fence) as JSON when it is an object or a list."""
+    s = s.strip()
+    if s[:3] == "```" and s[-3:] == "```":
+        s = s[3:-3]
+        n = s.find("\n")
+        s = s[n + 1:] if 0 <= n < 12 and " " not in s[:n] else s  # the fence's language word
+        s = s.strip()
     try:
-        return json.loads(s) if s[:1] in ("{", "[") else None
+        return json.loads(s) if s[:1] in "{[" and s else None
     except ValueError:
         return None

@@ -201,8 +201,22 @@ def parse(d, protocol, name, esc=True, tools=None):
             text, calls = textcalls.extract(text, tools)
             if calls:
                 s = "tool_use"
-    for c in calls:
-        _arguments(c, esc)
+    for c in calls:  # arguments as an object: a JSON string is parsed; what is not an object leaves an error
+        a = c["input"]
+        if not isinstance(a, dict):
+            c["input"] = {}
+            if a is not None and (not isinstance(a, str) or a.strip()):
+                try:
+                    a = json.loads(a)
+                except (ValueError, TypeError) as e:
+                    c["error"] = "arguments were not valid JSON: %s" % str(e)[:80]
+                    continue
+                if isinstance(a, dict):
+                    c["input"] = a
+                else:
+                    c["error"] = "arguments must be a JSON object"
+        if esc:  # an emoji in an argument (a message to send, a line to write) stays one character
+            repair_utf16(c["input"])
     texts = d = t = None
     i = _STOP.find(" %s=" % s)
     out = {"text": text, "tool_calls": calls, "usage": (n_in, n_out),
@@ -210,26 +224,6 @@ def parse(d, protocol, name, esc=True, tools=None):
     if reasoning is not None:
         out["reasoning_content"] = repair_utf16(reasoning) if esc else reasoning
     return out
-
-
-def _arguments(c, esc):
-    """A call's ``input`` as an object: a JSON string is parsed; what is not an object
-    leaves ``{}`` and an ``"error"`` the agent answers with."""
-    a = c["input"]
-    if not isinstance(a, dict):
-        c["input"] = {}
-        if a is not None and (not isinstance(a, str) or a.strip()):
-            try:
-                a = json.loads(a)
-            except (ValueError, TypeError) as e:
-                c["error"] = "arguments were not valid JSON: %s" % str(e)[:80]
-                return
-            if isinstance(a, dict):
-                c["input"] = a
-            else:
-                c["error"] = "arguments must be a JSON object"
-    if esc:  # an emoji in an argument (a message to send, a line to write) stays one character
-        repair_utf16(c["input"])
 
 
 def _body_error(d, name):

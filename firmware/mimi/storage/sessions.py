@@ -90,13 +90,6 @@ def summary(key):
     return {"text": ""}
 
 
-def generation(key):
-    """A number that changes whenever the session file is rotated or cleared (the newest
-    archive's number; 0 before the first): byte offsets into the file hold only within one."""
-    nums = _archive_nums(key)
-    return nums[-1] if nums else 0
-
-
 def keys():
     """Keys of the sessions on flash (archives not included), sorted."""
     try:
@@ -149,15 +142,11 @@ def clear(key):
     """Start the session afresh: the file moves to the archive (still readable). Returns
     the archive's path, or None when there was nothing to keep."""
     with _lock:
-        _remove_summary(key)
+        try:
+            fs.remove(summary_path(key))
+        except fs.NotFound:
+            pass
         return _rotate(key, 0)
-
-
-def _remove_summary(key):
-    try:
-        fs.remove(summary_path(key))
-    except fs.NotFound:
-        pass
 
 
 def delete(key):
@@ -165,12 +154,12 @@ def delete(key):
     number of files removed."""
     n = 0
     with _lock:
-        _remove_summary(key)
-        try:
-            fs.remove(path_for(key))
-            n += 1
-        except fs.NotFound:
-            pass
+        for p in (summary_path(key), path_for(key)):
+            try:
+                fs.remove(p)
+                n += p[-6:] == _SUFFIX
+            except fs.NotFound:
+                pass
         for num in _archive_nums(key):
             fs.remove("%s/%s.%d.jsonl" % (config.SESSION_ARCHIVE_DIR, key, num))
             n += 1
