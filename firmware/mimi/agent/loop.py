@@ -61,6 +61,7 @@ _AGENT_REASONING_MAX_BYTES = const(4096)  # DeepSeek's reasoning_content kept on
 _AGENT_REPEAT_MAX = const(3)  # the same call this often within the window is not run
 _AGENT_REPEAT_WINDOW = const(20)  # calls of a turn looked back on
 _AGENT_COMPACT_EVERY_TURNS = const(5)  # one summary call per this many turns of a chat, at most
+_AGENT_COMPACT_MIN_FREE_BYTES = const(49152)  # free heap a summary needs (loading compact, its request)
 
 _TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
@@ -214,6 +215,8 @@ class Agent:
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
             think = reply.get("reasoning_content")
             reply = None
+            if stop == "refusal":
+                calls = None  # nothing of a refused reply runs
             if calls and stop == "max_tokens":  # cut off inside a call: never run it (module doc)
                 from mimi import commands  # its texts.md: rare texts read when needed, no RAM in between
 
@@ -325,7 +328,9 @@ def _compact(key, provider, full):
     its code would hold about 3 KB of a small heap (a package of .py files: ``python -m
     host_sim bench``'s 500-turn soak in 256 KB ran out of memory with it resident; from
     ROMFS, as flash.sh deploys it, the code stays in flash and loading it is cheap). A
-    heap too full to load it skips this summary."""
+    heap with less than ``_AGENT_COMPACT_MIN_FREE_BYTES`` free skips this summary: the
+    next turn matters more (in that soak, trying anyway, compiling compact.py failed and
+    its garbage split the heap until turns failed too)."""
     if not _summarised(key):
         return
     if len(_turns) > 16 and key not in _turns:
@@ -333,6 +338,11 @@ def _compact(key, provider, full):
     n = _turns.get(key, _AGENT_COMPACT_EVERY_TURNS - 1) + 1  # after a reboot: checked at once
     _turns[key] = 0 if n >= _AGENT_COMPACT_EVERY_TURNS and full else n
     if _turns[key]:
+        return
+    seam.collect()
+    free = seam.mem_free()
+    if free is not None and free < _AGENT_COMPACT_MIN_FREE_BYTES:
+        log.warn(_TAG, "%s: no summary: %d B free", key, free)
         return
     import sys
 
