@@ -381,7 +381,7 @@ def test_a_refused_turn_is_kept_out_of_later_windows():
                            text("", stop="refusal"), text("fine")))
     a.handle(_msg("first"))
     reply = a.handle(_msg("something the filter stops"))
-    assert reply.startswith("partial") and "declined" in reply and "left out" in reply
+    assert reply.startswith("partial") and "declined" in reply and "left that message out" in reply
     reply = a.handle(_msg("a turn with a tool, then refused"))
     assert "declined" in reply
     assert a.handle(_msg("next")) == "fine"

@@ -40,7 +40,6 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
     is longer than the window, ``compact.update`` brings it up to date. ``compact`` is
     imported only then (and on a full context): a short chat never loads it.
 """
-import json
 import os
 
 from micropython import const
@@ -69,7 +68,7 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "|bug Sorry, something went wrong (%s).|text I can only read text messages."
              "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
              "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
-             "|refusal [The model declined. That message is left out of our conversation, so the next ones are not affected: try asking another way.]"
+             "|refusal [The model declined. I left that message out of our conversation: try asking another way.]"
              "|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
              "|paused the server paused its turn each time"
              "|disk [This chat could not be saved (%s): the flash may be full. /new starts a fresh file; old "
@@ -197,7 +196,7 @@ class Agent:
         provider = self.provider()
         think = None  # DeepSeek's reasoning_content of the last reply
         refused = False
-        recent = []  # "name arguments" of the turn's last calls, for repeats
+        recent = []  # (name, sorted arguments) of the turn's last calls, for repeats
         warned = False  # the model was told about a repeat
         cuts = 0  # replies cut off inside a call
         end = None  # the text for the user when the turn must end (cut again, repeated again)
@@ -210,7 +209,14 @@ class Agent:
             messages, fixes = sessions.repair(messages)
             if fixes:
                 log.warn(_TAG, "%s: fix %d", key, fixes)
-            reply = _ask(provider, system, messages, offered)
+            try:
+                reply = provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
+            except llm.LLMError as e:
+                if not e.too_long:
+                    raise
+                from mimi.agent import compact  # a full context: once more with only this turn (module doc)
+
+                reply = compact.retry_short(provider, system, messages, offered, e)
             usage.add(reply["usage"])
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
             think = reply.get("reasoning_content")
@@ -252,7 +258,7 @@ class Agent:
                             break
                     else:
                         err = err or llm.pick(_MSG, "offer") % name
-                    k = "%s %s" % (name, json.dumps(sorted((c.get("input") or {}).items())))
+                    k = (name, sorted((c.get("input") or {}).items()))
                     recent.append(k)
                     del recent[:-_AGENT_REPEAT_WINDOW]
                     n = recent.count(k)
@@ -300,19 +306,6 @@ class Agent:
             _save(key, {"role": "forget"})
         self._compact = (key, provider, full)
         return out
-
-
-def _ask(provider, system, messages, offered):
-    """``provider.chat`` for this round; a request too long for the model's context is
-    shortened in place and sent once more (``compact.retry_short``)."""
-    try:
-        return provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
-    except llm.LLMError as e:
-        if not e.too_long:
-            raise
-        from mimi.agent import compact
-
-        return compact.retry_short(provider, system, messages, offered, e)
 
 
 def _summarised(key):
