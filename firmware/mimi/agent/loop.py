@@ -116,7 +116,7 @@ class Agent:
         self.context = context
         self.provider = provider or llm.current
         self.busy = None  # chat id being worked on, for /status
-        self._compact = None  # (key, provider, window_full) for compact.after_turn once the turn is answered
+        self._compact = None  # (key, provider, window_full) for _compact once the turn is answered
 
     def run(self, stop):
         """Take messages from ``bus.inbound`` until ``stop()`` is true (the agent thread)."""

@@ -230,12 +230,12 @@ def _body_error(d, name):
     """The ``LLMError`` for a 200 whose body is an error object (OpenRouter, on the body or
     on its choice; see the module doc), or None. The message is capped (``_ERR_MSG_MAX``)
     and made valid UTF-8; retryable when the error's code is 408, 429 or 5xx."""
-    e = d.get("error") if isinstance(d, dict) else None
+    if not isinstance(d, dict):
+        return None
+    e = d.get("error")
     if e is None:
-        try:
-            e = d["choices"][0].get("error")
-        except (KeyError, IndexError, TypeError, AttributeError):
-            return None
+        c = d.get("choices")
+        e = c[0].get("error") if isinstance(c, list) and c and isinstance(c[0], dict) else None
         if e is None:
             return None
     elif d.get("choices") or d.get("content"):
