@@ -175,6 +175,11 @@ WEB_TAVILY_URL = "https://api.tavily.com/search"
 SETTINGS["group_tools"] = ("group_tools", "", False)
 # A running summary of what left a chat's window (mimi/agent/compact.py; issue 13): "off" stops it.
 SETTINGS["compact"] = ("compact", "on", False)
+# Feishu / Lark (issue 15): the app's credentials, and its open platform's address
+# (https://open.larksuite.com for Lark).
+SETTINGS["feishu_app_id"] = ("fs_app_id", "", False)
+SETTINGS["feishu_app_secret"] = ("fs_app_secret", "", True)
+SETTINGS["feishu_domain"] = ("fs_domain", "https://open.feishu.cn", False)
 
 _cache = {}
 
