@@ -20,6 +20,8 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
                                        Anthropic, with /v1 for OpenAI-compatible servers
     MIMI_ALLOWED_CHATS  allowed_chats  comma-separated chat ids (groups are negative)
     MIMI_TZ             tz             UTC offset: +08:00 (also +8, +0800, -05:30, UTC)
+    MIMI_PROXY          proxy          http://[user:pass@]host:port or socks5://...; off for none
+    MIMI_NO_PROXY       no_proxy       reached directly: hosts, a.b.c.d/n, * or local (default)
 
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
@@ -31,6 +33,7 @@ A bad value stops the launch with a message naming the variable; nothing is writ
 import ast
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -74,6 +77,8 @@ ENV_SETTINGS = (
     ("MIMI_LLM_BASE_URL", "base_url"),
     ("MIMI_ALLOWED_CHATS", "allowed_chats"),
     ("MIMI_TZ", "tz"),
+    ("MIMI_PROXY", "proxy"),
+    ("MIMI_NO_PROXY", "no_proxy"),
 )
 TG_API_BASE_DEFAULT = "https://api.telegram.org"
 # The presets of docs/internals.md ("LLM"), when firmware/mimi/llm does not say (its
@@ -176,6 +181,17 @@ def _plain(v):
     return v
 
 
+def _proxy(v):
+    # As mimi/net/proxy.py's parse(): the board refuses what this refuses.
+    v = v.strip()
+    if v.lower() in ("off", "none"):
+        return ""
+    m = re.fullmatch(r"(?i)(http|socks5h?)://(?:[^@/]*@)?(\[[0-9a-fA-F:.]+\]|[^:@/\[\]]+):(\d{1,5})/?", v)
+    if not m or not 0 < int(m.group(3)) < 65536:
+        raise ValueError("a proxy such as http://[user:pass@]host:port or socks5://[user:pass@]host:port")
+    return v
+
+
 _TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 
@@ -191,7 +207,8 @@ def _token(v):
     return v
 
 
-_CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider}
+_CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
+           "proxy": _proxy}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)
 
 
