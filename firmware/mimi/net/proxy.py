@@ -201,7 +201,7 @@ def _exact(c, n, timeout_ms, name):
 
 
 def _http_connect(c, host, port, user, pw, name, timeout_ms):
-    """An HTTP CONNECT tunnel (RFC 9110 9.3.6): any 2xx opens it, 407 is the credentials."""
+    """An HTTP CONNECT tunnel (RFC 9110 9.3.6): any 2xx opens it, 407 (or 401) is the credentials."""
     target = "%s:%d" % ("[%s]" % host if ":" in host else host, port)
     head = "CONNECT %s HTTP/1.1\r\nHost: %s\r\n" % (target, target)
     if user is not None:
@@ -225,7 +225,7 @@ def _http_connect(c, host, port, user, pw, name, timeout_ms):
     except (IndexError, ValueError):
         raise OSError("%s gave no HTTP answer" % name)
     why = " ".join(parts[1:])[:60]
-    if code == 407:
+    if code in (401, 407):  # tinyproxy answers wrong credentials with 401
         raise OSError("%s refused the %s (%s)" % (name, "user name and password" if user is not None else
                                                   "request: it needs a user name and password", why))
     if not 200 <= code < 300:
