@@ -55,3 +55,43 @@ def test_cpython(name, env, monkeypatch):
 def test_micropython(name, env):
     ok, out = mpcase.run(CASES, name, env)
     assert ok, out
+
+
+def _established_to(port):
+    """TCP connections into ``port`` on this machine now (Linux's /proc/net/tcp, tcp6)."""
+    n = 0
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            if int(local.rsplit(":", 1)[1], 16) == port and state == "01":
+                n += 1
+    return n
+
+
+@pytest.mark.parametrize("kind", ["tinyproxy", "microsocks"])
+@pytest.mark.parametrize("runtime", ["cpython", "micropython"])
+def test_bot_through_a_proxy(kind, runtime):
+    """The bot as a user meets it, with every connection through a proxy with a password:
+    Telegram's long poll and replies, the LLM with a tool call."""
+    from host_sim.fakes.llm import Reply
+    from host_sim.harness import Sim
+
+    p = getattr(Proxy, kind)(USER, PW)
+    sim = Sim(runtime=runtime, env={"MIMI_PROXY": p.url, "MIMI_NO_PROXY": "none"})
+    try:
+        sim.start()
+        sim.llm.script(Reply.tools([("get_current_time", {})]), Reply.text("It is noon."))
+        sim.send("what time is it?")
+        assert sim.wait_texts(1) == ["It is noon."]
+        assert len(sim.llm_requests()) == 2
+        # The long poll waits on its tunnel now: through the proxy, not around it.
+        assert _established_to(p.port) >= 1
+        assert PW not in sim.log()
+    finally:
+        sim.stop()
+        p.stop()
