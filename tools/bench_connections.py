@@ -1,6 +1,7 @@
 """New TCP connections per chat turn: the Bot API's and the LLM's (issue 12, item 4).
 
     python3 tools/bench_connections.py [--runtime cpython|micropython] [--turns N] [--gap S]
+                                       [--server-idle S]
 
 Boots the firmware (``host_sim.harness.Sim``: the I/O and agent threads as on the
 board) against the fake Telegram and the fake LLM, which count the TCP connections they
@@ -11,7 +12,9 @@ The first turn warms up (getMe, the command menu, the first connections) and is 
 counted; the figure is the connections accepted during the next ``--turns`` turns
 (default 10 at 3 s, 4 at 60 s), divided by their number. Each run also prints the ratio
 to the figure measured before keep-alive (``BEFORE``: every request on its own
-connection, measured with this file at commit 852413a).
+connection, measured with this file at commit 852413a). The fakes keep an idle
+connection open as long as the client does; ``--server-idle S`` makes them close one
+idle for S seconds, as a strict server would (the firmware then opens a fresh one).
 """
 import argparse
 import os
@@ -45,11 +48,14 @@ def responder(req):
     return Reply.text("Noted, turn %d." % n)
 
 
-def run(runtime, gap_s, turns):
+def run(runtime, gap_s, turns, server_idle_s=None):
     """Connections per counted turn: (Bot API, LLM)."""
     sim = Sim(runtime=runtime)
     sim.start_fakes()
     sim.llm.responder = responder
+    if server_idle_s:  # http.server closes a connection whose next request does not come in time
+        sim.tg._server.RequestHandlerClass.timeout = server_idle_s
+        sim.llm._httpd.RequestHandlerClass.timeout = server_idle_s
     sim.boot()
     try:
         def turn(i):
@@ -74,12 +80,14 @@ def main():
     ap.add_argument("--runtime", default="cpython", choices=("cpython", "micropython"))
     ap.add_argument("--turns", type=int, help="turns counted (default 10 at a 3 s gap, 4 at 60 s)")
     ap.add_argument("--gap", type=float, action="append", help="seconds between messages (default 3 and 60)")
+    ap.add_argument("--server-idle", type=float, help="the fakes close a connection idle this many seconds")
     a = ap.parse_args()
-    print("new connections per turn, %s (text and tool turns alternating)" % a.runtime)
+    print("new connections per turn, %s (text and tool turns alternating)%s" % (
+        a.runtime, ", servers closing idle connections after %g s" % a.server_idle if a.server_idle else ""))
     print("%-18s %8s %8s %8s %14s" % ("a message every", "Bot API", "LLM", "total", "before/after"))
     for gap in a.gap or (3, 60):
         turns = a.turns or (10 if gap < 30 else 4)
-        tg, llm = run(a.runtime, gap, turns)
+        tg, llm = run(a.runtime, gap, turns, a.server_idle)
         before = BEFORE.get(int(gap))
         ratio = "%.0f" % (sum(before) / (tg + llm)) if before and tg + llm else "-"
         if before and not tg + llm:

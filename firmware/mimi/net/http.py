@@ -236,8 +236,9 @@ class Pending:
         w(head)
         w("\r\n")
         if callable(body):
+            n = self._sent
             body(w)
-            if self._sent - len(head) - 2 != count:
+            if self._sent - n != count:
                 raise ValueError("the body writer changed after counting")
         elif body is not None:
             w(body)
