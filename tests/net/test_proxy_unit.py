@@ -39,9 +39,9 @@ def test_no_proxy_default_keeps_the_lan_and_loopback_direct():
     support.fresh_flash()
     assert config.get("no_proxy") == "local"
     for h in ("localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "10.1.2.3", "172.16.0.9", "172.31.255.1",
-              "192.168.1.20", "169.254.1.1", "::1", "fe80::1", "fd12::3", "nas", "printer.local", "a.localhost"):
+              "192.168.1.20", "169.254.1.1", "::1", "fe80::1", "febf::2", "fd12::3", "nas", "printer.local", "a.localhost"):
         assert proxy.direct(h), h
-    for h in ("api.telegram.org", "api.anthropic.com", "8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:db8::1",
+    for h in ("api.telegram.org", "api.anthropic.com", "8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:db8::1", "fec0::1",
               "11.0.0.1", "local.example.com"):
         assert not proxy.direct(h), h
 
@@ -55,6 +55,8 @@ def test_no_proxy_lists_hosts_domains_ranges_and_all():
     assert not proxy.direct("badexample.org") and not proxy.direct("localhost")  # local is no longer listed
     config.set("no_proxy", "local,ollama.home")
     assert proxy.direct("ollama.home") and proxy.direct("192.168.0.5") and not proxy.direct("openai.com")
+    config.set("no_proxy", "*.corp.lan,,")
+    assert proxy.direct("a.corp.lan") and not proxy.direct("api.telegram.org")
     config.set("no_proxy", "*")
     assert proxy.direct("api.telegram.org")
     for none in ("none", ""):

@@ -104,7 +104,7 @@ def _local(host):
     if h == "localhost" or h.endswith(".localhost") or h.endswith(".local") or "." not in h and ":" not in h:
         return True
     if ":" in h:  # IPv6: ::1, fc00::/7, fe80::/10
-        return h == "::1" or h[:2] in ("fc", "fd") or h[:4] in ("fe80", "fe9", "fea", "feb")
+        return h == "::1" or h[:2] in ("fc", "fd") or h[:3] in ("fe8", "fe9", "fea", "feb")
     n = _ip4(h)
     if n is None:
         return False
@@ -118,10 +118,10 @@ def direct(host):
     """True when ``host`` is reached without the proxy (``no_proxy``, see the module)."""
     h = host.lower().rstrip(".")
     for e in config.get("no_proxy").replace(" ", ",").split(","):
-        e = e.strip().lower().lstrip("*").lstrip(".")
+        if e == "*":
+            return True
+        e = e.lower().lstrip("*").lstrip(".")  # "*.example.org" and ".example.org": example.org's
         if not e:
-            if "*" in config.get("no_proxy"):
-                return True
             continue
         if e == "local":
             if _local(h):
