@@ -89,7 +89,7 @@ def main():
         turns = a.turns or (10 if gap < 30 else 4)
         tg, llm = run(a.runtime, gap, turns, a.server_idle)
         before = BEFORE.get(int(gap))
-        ratio = "%.0f" % (sum(before) / (tg + llm)) if before and tg + llm else "-"
+        ratio = "%.1f" % (sum(before) / (tg + llm)) if before and tg + llm else "-"
         if before and not tg + llm:
             ratio = "%.1f / 0" % sum(before)
         print("%-18s %8.2f %8.2f %8.2f %14s" % ("%g s" % gap, tg, llm, tg + llm, ratio))
