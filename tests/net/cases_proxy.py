@@ -113,3 +113,18 @@ def test_no_proxy_keeps_local_addresses_direct():
         assert "unreachable" in _err(ka), rule
     config.reset("no_proxy")  # the default: local
     assert _conn_of(ka, None) > 0
+
+
+def test_the_llm_says_what_the_proxy_refused():
+    from mimi.llm import LLMError, common
+
+    real, common._sleep_ms = common._sleep_ms, lambda ms: None  # the retries' waits
+    try:
+        _through(_env("MIMI_T_TP_AUTH").replace(_env("MIMI_T_PW"), "wrong"))
+        p = common.Provider("openai", "openai", _env("MIMI_T_KA") + "/v1", "sk-FAKE-0123456789", "gpt-test")
+        e = support.raises(LLMError, p.chat, "s", [{"role": "user", "content": "hi", "ts": 1}])
+    finally:
+        common._sleep_ms = real
+    port = _env("MIMI_T_TP_AUTH").rsplit(":", 1)[1]
+    assert e.user_message == "proxy 127.0.0.1:%s refused the user name and password (401 Unauthorized)" % port, \
+        e.user_message

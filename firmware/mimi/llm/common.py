@@ -97,8 +97,9 @@ class Provider:
                 if isinstance(e, http.NoAnswer):  # connected and sent: the server is there, silent
                     raise LLMError(pick(_MSG, "mute") % (host, (seam.ticks_diff(seam.ticks_ms(), t0) + 999) // 1000),
                                    None, True)
-                err = LLMError(pick(_MSG, "reach") % (host, "timed out" if (
-                    e.args and e.args[0] == 110) or "timed out" in s else s[:80] or type(e).__name__), None, True)
+                err = LLMError(s[:160] if s.startswith("proxy ") else  # it names the proxy and the cause
+                               pick(_MSG, "reach") % (host, "timed out" if (e.args and e.args[0] == 110) or
+                                                      "timed out" in s else s[:80] or type(e).__name__), None, True)
                 if isinstance(e, seam.TLSError):
                     raise LLMError(pick(_MSG, "tls") % s)
             else:
