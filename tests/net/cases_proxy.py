@@ -6,7 +6,7 @@ MIMI_T_TP_AUTH / MIMI_T_MS_AUTH (the proxies with authentication, as URLs with t
 credentials), MIMI_T_PW (their password), MIMI_T_TP_OPEN (tinyproxy without
 authentication, which allows only the ports of MIMI_T_KA, MIMI_T_KAS and MIMI_T_RAW),
 MIMI_T_DEAD_PORT (nothing listens there), MIMI_T_BUNDLE (the shipped roots), MIMI_T_KA, MIMI_T_KA2, MIMI_T_KAS (keep-alive
-servers, http and https), MIMI_T_CA (their CA), MIMI_T_RAW (the scripted server).
+servers, http and https), MIMI_T_CA (their CA), MIMI_T_RAW (the scripted server), MIMI_T_SEARCH (the fake Brave).
 """
 import os
 
@@ -128,3 +128,19 @@ def test_the_llm_says_what_the_proxy_refused():
     port = _env("MIMI_T_TP_AUTH").rsplit(":", 1)[1]
     assert e.user_message == "proxy 127.0.0.1:%s refused the user name and password (401 Unauthorized)" % port, \
         e.user_message
+
+
+def test_web_search_goes_through_the_proxy():
+    from mimi.tools import registry, web
+
+    for p in (_env("MIMI_T_MS_AUTH"), "socks5://127.0.0.1:%s" % _env("MIMI_T_DEAD_PORT")):
+        _through(p)
+        registry.clear()
+        web.register_all()
+        config.WEB_BRAVE_URL = _env("MIMI_T_SEARCH") + "/res/v1/web/search"
+        config.set("search_key", "search-FAKE")
+        text, err = registry.execute("web_search", {"query": "micropython"}, {})
+        if p.endswith(":" + _env("MIMI_T_DEAD_PORT")):
+            assert err and "proxy 127.0.0.1:%s unreachable" % _env("MIMI_T_DEAD_PORT") in text, text
+        else:
+            assert not err and text.startswith("1. MicroPython\n"), text

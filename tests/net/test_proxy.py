@@ -11,6 +11,7 @@ import pytest
 
 import certgen
 import mpcase
+from host_sim.fakes.search import FakeSearch
 from kaserver import KeepServer
 from proxies import Proxy
 from rawserver import RawServer
@@ -29,18 +30,20 @@ def env():
     s.bind(("127.0.0.1", 0))
     dead = s.getsockname()[1]
     s.close()
+    search = FakeSearch().start()
+    search.results = [("MicroPython", "https://micropython.org/", "Python for microcontrollers")]
     proxies = [Proxy.tinyproxy(), Proxy.tinyproxy(USER, PW), Proxy.microsocks(), Proxy.microsocks(USER, PW),
                Proxy.tinyproxy(connect_ports=(ka.port, kas.port, raw.port))]
     tp, tp_auth, ms, ms_auth, tp_open = proxies
     e = {"MIMI_T_PROXIES": " ".join(p.url for p in proxies[:4]), "MIMI_T_TP_AUTH": tp_auth.url,
          "MIMI_T_MS_AUTH": ms_auth.url, "MIMI_T_PW": PW, "MIMI_T_TP_OPEN": tp_open.url,
          "MIMI_T_DEAD_PORT": str(dead), "MIMI_T_KA": ka.url, "MIMI_T_KA2": ka2.url, "MIMI_T_KAS": kas.url,
-         "MIMI_T_CA": c["ca"], "MIMI_T_RAW": raw.url,
+         "MIMI_T_CA": c["ca"], "MIMI_T_RAW": raw.url, "MIMI_T_SEARCH": search.url,
          "MIMI_T_BUNDLE": os.path.join(ROOT, "spiffs_seed", "certs", "ca.pem")}
     yield e
     for p in proxies:
         p.stop()
-    for srv in (ka, ka2, kas, raw):
+    for srv in (ka, ka2, kas, raw, search):
         srv.stop()
 
 
