@@ -62,3 +62,75 @@ def test_no_proxy_lists_hosts_domains_ranges_and_all():
     for none in ("none", ""):
         config.set("no_proxy", none)
         assert not proxy.direct("localhost") and not proxy.direct("127.0.0.1")
+
+
+class _Wire:
+    """A stand-in ``seam.Conn`` to the proxy: serves ``reply``, records what is written."""
+    reply = b""
+    last = None
+
+    def __init__(self, host, port, timeout_ms, ctx=None):
+        self.host, self.port = host, port
+        self.sent = bytearray()
+        self.data, self.pos = _Wire.reply, 0
+        self.via = None
+        self.closed = False
+        _Wire.last = self
+
+    def readinto(self, mv, timeout_ms):
+        k = min(len(mv), 3, len(self.data) - self.pos)  # in small pieces
+        mv[:k] = self.data[self.pos:self.pos + k]
+        self.pos += k
+        return k
+
+    def write(self, data, timeout_ms):
+        self.sent.extend(bytes(data))
+
+    def close(self):
+        self.closed = True
+
+
+def _wire(setting, reply, host="api.telegram.org", port=443):
+    from mimi import seam
+
+    support.fresh_flash()
+    config.set("proxy", setting)
+    config.set("no_proxy", "none")
+    real, seam.Conn = seam.Conn, _Wire
+    _Wire.reply = reply
+    try:
+        return proxy.connect(host, port, None, 1000)
+    finally:
+        seam.Conn = real
+
+
+def test_http_connect_bytes_with_basic_auth_of_the_decoded_credentials():
+    c = _wire("http://a%40b:p%3Aw@proxy.lan:3128", b"HTTP/1.1 200 Connection established\r\nX: y\r\n\r\n")
+    assert (c.host, c.port, c.via) == ("proxy.lan", 3128, "proxy proxy.lan:3128")
+    # base64 of "a@b:p:w"
+    assert bytes(c.sent) == (b"CONNECT api.telegram.org:443 HTTP/1.1\r\nHost: api.telegram.org:443\r\n"
+                             b"Proxy-Authorization: Basic YUBiOnA6dw==\r\n\r\n")
+    e = support.raises(OSError, _wire, "http://proxy.lan:3128", b"HTTP/1.1 200 OK\r\n\r\nEXTRA")
+    assert "sent data after its answer" in str(e) and _Wire.last.closed
+    e = support.raises(OSError, _wire, "http://proxy.lan:3128", b"HTTP/1.1 403 Forbidden\r\nContent-Length: 3\r\n\r\nno!")
+    assert str(e) == "proxy proxy.lan:3128 refused a tunnel to api.telegram.org:443 (403 Forbidden)"
+    e = support.raises(OSError, _wire, "http://proxy.lan:3128", b"HTTP/1.1 200")
+    assert str(e) == "proxy proxy.lan:3128 closed the connection"
+
+
+def test_socks5_bytes_for_a_name_and_for_an_address():
+    ok = b"\x05\x00\x00\x01\x0a\x00\x00\x01\x04\x38"  # succeeded, bound to 10.0.0.1:1080
+    c = _wire("socks5://a%40b:p%3Aw@10.0.0.2:1080", b"\x05\x02" + b"\x01\x00" + ok)
+    assert bytes(c.sent) == (b"\x05\x02\x00\x02" + b"\x01\x03a@b\x03p:w"
+                             + b"\x05\x01\x00\x03\x10api.telegram.org\x01\xbb")
+    c = _wire("socks5://10.0.0.2:1080", b"\x05\x00" + b"\x05\x00\x00\x03\x04host\x00\x50", "192.168.7.9", 8080)
+    assert bytes(c.sent) == b"\x05\x01\x00" + b"\x05\x01\x00\x01\xc0\xa8\x07\x09\x1f\x90"
+    assert _Wire.last.pos == len(_Wire.reply)  # the bound address read to its end, nothing left
+    e = support.raises(OSError, _wire, "socks5://10.0.0.2:1080", b"\x05\x00\x05\x02\x00\x01")
+    assert str(e) == "proxy 10.0.0.2:1080 refused a tunnel to api.telegram.org:443 (SOCKS5: not allowed by its rules)"
+    e = support.raises(OSError, _wire, "socks5://u:p@10.0.0.2:1080", b"\x05\x02\x01\x01")
+    assert str(e) == "proxy 10.0.0.2:1080 refused the user name and password (SOCKS5)"
+    e = support.raises(OSError, _wire, "socks5://10.0.0.2:1080", b"\x05\xff")
+    assert "needs a user name and password (SOCKS5 method 255)" in str(e)
+    e = support.raises(OSError, _wire, "socks5://10.0.0.2:1080", b"HTTP/1.1 400 Bad\r\n\r\n")
+    assert str(e) == "proxy 10.0.0.2:1080 is not a SOCKS5 proxy"
