@@ -14,16 +14,21 @@ name and its certificate is checked as on a direct connection. NTP (UDP) never g
 through a proxy. Errors are ``OSError``s of one short line naming the proxy as
 ``host:port``, never its user or password: unreachable, credentials refused (407, SOCKS
 reply), tunnel refused (the proxy will not reach that host), and, from ``mimi.net.http``,
-the tunnel closing mid-request.
+the tunnel closing mid-request. Their texts are in texts.md (``px_*``): read only when
+one is raised, they cost no RAM meanwhile.
 """
 from micropython import const
 
 from mimi import config, seam
 
-_SOCKS_WHY = const("|1 general failure|2 not allowed by its rules|3 network unreachable|4 host unreachable"
-                   "|5 connection refused|6 TTL expired|7 command not supported|8 address type not supported|")
-_BAD = const("proxy is not http://[user:pass@]host:port or socks5://[user:pass@]host:port")
 _REPLY_MAX = const(512)  # bytes of a CONNECT answer's head kept while looking for its end
+
+
+def _err(key, *args):
+    """The ``OSError`` (``ValueError`` for ``bad``) of texts.md's ``px_<key>``."""
+    from mimi import commands
+
+    return (ValueError if key == "bad" else OSError)(commands.text("px_" + key, *args))
 
 
 def parse(url):
@@ -39,7 +44,7 @@ def parse(url):
         scheme = "socks5"
     rest = rest.rstrip("/")
     if not sep or scheme not in ("http", "socks5") or "/" in rest:
-        raise ValueError(_BAD)
+        raise _err("bad")
     cred, at, hp = rest.rpartition("@")
     user = pw = None
     if at:
@@ -47,12 +52,12 @@ def parse(url):
         user, pw = _unquote(u), _unquote(p)
     i = hp.rfind(":")
     if i < 0 or i < hp.rfind("]") or not hp[i + 1:].isdigit() or not 0 < int(hp[i + 1:]) < 65536:
-        raise ValueError(_BAD)
+        raise _err("bad")
     host = hp[:i]
     if host.startswith("["):
         host = host[1:-1]
     if not host:
-        raise ValueError(_BAD)
+        raise _err("bad")
     return scheme, host, int(hp[i + 1:]), user, pw
 
 
@@ -156,7 +161,7 @@ def connect(host, port, ctx=None, timeout_ms=None):
     try:
         c = seam.Conn(phost, pport, timeout_ms)
     except OSError as e:
-        raise OSError("%s unreachable (%s)" % (name, _why(e)))
+        raise _err("unreachable", name, _why(e))
     try:
         try:
             if scheme == "socks5":
@@ -166,7 +171,7 @@ def connect(host, port, ctx=None, timeout_ms=None):
         except OSError as e:
             if str(e).startswith(name):
                 raise
-            raise OSError("%s: the tunnel setup failed (%s)" % (name, _why(e)))
+            raise _err("setup", name, _why(e))
         c.via = name
         if ctx:
             c.start_tls(ctx, host, timeout_ms)
@@ -185,9 +190,9 @@ def _read(c, mv, timeout_ms, name):
     """Read at least one byte into ``mv``; ``OSError`` naming the proxy when it closes or stalls."""
     n = c.readinto(mv, timeout_ms)
     if n is None:
-        raise OSError("%s did not answer (timed out)" % name)
+        raise _err("silent", name)
     if not n:
-        raise OSError("%s closed the connection" % name)
+        raise _err("closed", name)
     return n
 
 
@@ -218,20 +223,19 @@ def _http_connect(c, host, port, user, pw, name, timeout_ms):
         if end >= 0:
             break
         if n == _REPLY_MAX:
-            raise OSError("%s gave an answer over %d bytes" % (name, _REPLY_MAX))
+            raise _err("long", name, _REPLY_MAX)
     parts = bytes(buf[:buf.find(b"\r\n")]).decode().split(None, 2)
     try:
         code = int(parts[1])
     except (IndexError, ValueError):
-        raise OSError("%s gave no HTTP answer" % name)
+        raise _err("not_http", name)
     why = " ".join(parts[1:])[:60]
     if code in (401, 407):  # tinyproxy answers wrong credentials with 401
-        raise OSError("%s refused the %s (%s)" % (name, "user name and password" if user is not None else
-                                                  "request: it needs a user name and password", why))
+        raise _err("needs_auth" if user is None else "auth", name, why)
     if not 200 <= code < 300:
-        raise OSError("%s refused a tunnel to %s (%s)" % (name, target, why))
+        raise _err("refused", name, target, why)
     if end + 4 != n:  # nothing may follow until we speak: it would be read as the server's
-        raise OSError("%s sent data after its answer" % name)
+        raise _err("extra", name)
 
 
 def _socks5(c, host, port, user, pw, name, timeout_ms):
@@ -240,18 +244,16 @@ def _socks5(c, host, port, user, pw, name, timeout_ms):
     c.write(b"\x05\x02\x00\x02" if user is not None else b"\x05\x01\x00", timeout_ms)
     r = _exact(c, 2, timeout_ms, name)
     if r[0] != 5:
-        raise OSError("%s is not a SOCKS5 proxy" % name)
+        raise _err("not_socks", name)
     if r[1] == 2 and user is not None:
         u, p = user.encode(), pw.encode()
         if len(u) > 255 or len(p) > 255:
-            raise OSError("%s: user name or password over 255 bytes" % name)
+            raise _err("cred_long", name)
         c.write(bytes((1, len(u))) + u + bytes((len(p),)) + p, timeout_ms)
         if _exact(c, 2, timeout_ms, name)[1] != 0:
-            raise OSError("%s refused the user name and password (SOCKS5)" % name)
+            raise _err("auth", name, "SOCKS5")
     elif r[1] != 0:
-        raise OSError("%s refused the %s (SOCKS5 method %d)" % (
-            name, "user name and password" if user is not None else "request: it needs a user name and password",
-            r[1]))
+        raise _err("needs_auth" if user is None else "auth", name, "SOCKS5 method %d" % r[1])
     ip = _ip4(host)
     if ip is not None:
         addr = b"\x01" + bytes(((ip >> 24) & 255, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255))
@@ -260,10 +262,12 @@ def _socks5(c, host, port, user, pw, name, timeout_ms):
         addr = b"\x03" + bytes((len(h),)) + h
     c.write(b"\x05\x01\x00" + addr + bytes((port >> 8, port & 255)), timeout_ms)
     r = _exact(c, 4, timeout_ms, name)
-    if r[1] != 0:
-        i = _SOCKS_WHY.find("|%d " % r[1])
-        why = _SOCKS_WHY[i + 3:_SOCKS_WHY.find("|", i + 1)] if i >= 0 else "reply %d" % r[1]
-        raise OSError("%s refused a tunnel to %s:%d (SOCKS5: %s)" % (name, host, port, why))
+    if r[1] != 0:  # the reply codes of RFC 1928, section 6
+        why = "reply %d" % r[1]
+        for line in _err("socks").args[0].split("\n"):
+            if line.split(" ", 1)[0] == str(r[1]):
+                why = line.split(" ", 1)[1]
+        raise _err("refused", name, "%s:%d" % (host, port), "SOCKS5: " + why)
     n = {1: 4, 4: 16}.get(r[3])
     if n is None:
         n = _exact(c, 1, timeout_ms, name)[0]
