@@ -182,7 +182,7 @@ class Pending:
         self._conn = self._err = None
         self._got = False  # a byte of the answer has come
         self._keep = keep
-        self._key = (host, port, tls, config.get("proxy"))  # a kept connection fits this request
+        self._key = (host, port, tls, config.get("proxy"), config.get("no_proxy"))  # what a kept connection must fit
         self._ctx = None
         if tls:
             if not seam.clock_synced():
@@ -225,8 +225,7 @@ class Pending:
             raise
 
     def _open(self):
-        host, port, _, _ = self._key
-        return proxy.connect(host, port, self._ctx, self._ctmo)
+        return proxy.connect(self._key[0], self._key[1], self._ctx, self._ctmo)
 
     def _send(self):
         """Write the request (head, then body) to the connection."""
