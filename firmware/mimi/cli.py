@@ -111,10 +111,10 @@ def _do(name, x, a):
 
             clock.set_tz(x)
         elif verb in ("proxy", "no_proxy"):
-            from mimi.net import proxy
+            from mimi.net import tunnel
 
             if verb == "proxy":
-                x = "" if proxy.parse(x) is None else x  # ValueError when malformed
+                x = "" if tunnel.parse(x) is None else x  # ValueError when malformed
             config.set(verb, x)
         else:  # tg_token, search_key
             head, _, tail = x.partition(":")

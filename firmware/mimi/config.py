@@ -227,9 +227,9 @@ def masked(name):
     if not is_secret(name) or not v:
         return v
     if name == "proxy":  # the address is no secret, its password is
-        from mimi.net import proxy
+        from mimi.net import tunnel
 
-        return proxy.shown(v)
+        return tunnel.shown(v)
     if len(v) <= 8:
         return "****"
     return v[:4] + "****"
