@@ -461,6 +461,10 @@ class Conn:
                 err = e
         else:
             raise err
+        try:  # TCP_NODELAY (IPPROTO_TCP 6, option 1 on Linux and lwIP; the unix port names neither):
+            s.setsockopt(6, 1, 1)  # on a kept connection, out of TCP's quick-ACK start, Nagle
+        except (OSError, TypeError, ValueError):  # would hold a request's last piece 40 ms for an ACK
+            pass
         self.raw = self.s = s  # raw: the socket itself; s: what we read and write (maybe TLS)
         self.via = None  # "proxy host:port" when mimi.net.proxy tunnelled it
         if ctx:

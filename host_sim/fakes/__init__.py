@@ -49,6 +49,7 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # as real servers: the head and body writes go out at once
 
             def log_message(self, *a):  # quiet
                 pass

@@ -574,6 +574,7 @@ def _decode_params(query, ctype, body):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as real servers: the head and body writes go out at once
     fake = None
 
     def log_message(self, fmt, *args):  # quiet
