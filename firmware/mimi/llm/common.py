@@ -87,10 +87,12 @@ class Provider:
         for attempt in range(_LLM_MAX_ATTEMPTS):
             h = None
             left = _LLM_ANSWER_MS - seam.ticks_diff(seam.ticks_ms(), t0)
+            args = self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS
+            n = wire.into(buf, *args)  # the body in the reply buffer, which the answer then overwrites
             try:
-                r = http.request("POST", self.url, self.headers, lambda w: wire.body(
-                    w, self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS),
-                    min(config.LLM_TIMEOUT_MS, left), buf, deadline_ms=left, keep=_keep)
+                r = http.request("POST", self.url, self.headers, memoryview(buf)[:n] if n is not None else (
+                    lambda w: wire.body(w, *args)), min(config.LLM_TIMEOUT_MS, left), buf,
+                    deadline_ms=left, keep=_keep)
             except OSError as e:
                 s = str(e)
                 host = http.parse_url(self.url)[1]
