@@ -67,10 +67,10 @@ def run(runtime, gap_s, turns, server_idle_s=None):
                 time.sleep(left)
 
         turn(0)
-        tg0, llm0 = sim.tg.connections, sim.llm.connections
+        tg0, llm0 = sim.tg.accepted, sim.llm.accepted
         for i in range(1, turns + 1):
             turn(i)
-        return (sim.tg.connections - tg0) / turns, (sim.llm.connections - llm0) / turns
+        return (sim.tg.accepted - tg0) / turns, (sim.llm.accepted - llm0) / turns
     finally:
         sim.stop()
 

@@ -177,6 +177,11 @@ SETTINGS["group_tools"] = ("group_tools", "", False)
 # may hold a password; no_proxy: what is reached directly ("local": the LAN, loopback).
 SETTINGS["proxy"] = ("proxy", "", True)
 SETTINGS["no_proxy"] = ("no_proxy", "local", False)
+# Feishu / Lark (issue 15): the app's credentials, and its open platform's address
+# (https://open.larksuite.com for Lark).
+SETTINGS["feishu_app_id"] = ("fs_app_id", "", False)
+SETTINGS["feishu_app_secret"] = ("fs_app_secret", "", True)
+SETTINGS["feishu_domain"] = ("fs_domain", "https://open.feishu.cn", False)
 
 _cache = {}
 

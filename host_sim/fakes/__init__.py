@@ -21,17 +21,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    connections = 0  # TCP connections accepted (tools/bench_connections.py)
+    accepted = 0  # TCP connections accepted (tools/bench_connections.py)
 
     def process_request(self, request, client_address):
-        self.connections += 1
+        self.accepted += 1
         ThreadingHTTPServer.process_request(self, request, client_address)
 
 
 class FakeServer:
     """Base of the fakes: subclasses implement ``handle(req) -> Out``.
 
-    ``connections``: the TCP connections accepted so far. ``req`` is a dict ``{"method", "path", "query", "headers" (lower-case names), "body"
+    ``accepted``: the TCP connections accepted so far. ``req`` is a dict ``{"method", "path", "query", "headers" (lower-case names), "body"
     (bytes), "json" (parsed body or None), "time"}``; it is appended to ``requests``
     before ``handle`` runs (except paths under ``/_fake/``, a fake's control API).
     """
@@ -82,9 +82,9 @@ class FakeServer:
         return "http://127.0.0.1:%d" % self.port
 
     @property
-    def connections(self):
+    def accepted(self):
         """TCP connections accepted so far (each would be a TLS handshake on the board)."""
-        return self._httpd.connections if self._httpd else 0
+        return self._httpd.accepted if self._httpd else 0
 
     def sleep(self, seconds):
         """Wait ``seconds`` or until ``stop()`` (slow replies must not outlive the fake)."""

@@ -221,9 +221,9 @@ class FakeTelegram:
         return "http://127.0.0.1:%d" % self.port
 
     @property
-    def connections(self):
+    def accepted(self):
         """TCP connections accepted so far (each would be a TLS handshake on the board)."""
-        return self._server.connections if self._server else 0
+        return self._server.accepted if self._server else 0
 
     @property
     def api_url(self):

@@ -13,7 +13,7 @@ def test_a_steady_chat_opens_no_new_connections(runtime):
     try:
         sim.send("hello")
         sim.wait_texts(1)
-        tg, llm = sim.tg.connections, sim.llm.connections
+        tg, llm = sim.tg.accepted, sim.llm.accepted
         assert tg >= 2 and llm == 1  # the long poll's and the other calls'; the LLM's
         for i in range(4):
             if i % 2:
@@ -24,6 +24,6 @@ def test_a_steady_chat_opens_no_new_connections(runtime):
             sim.wait_texts(2 + i)
         assert sim.texts()[-1] == "tool turn 3"
         assert len(sim.llm_requests()) == 7
-        assert (sim.tg.connections, sim.llm.connections) == (tg, llm)
+        assert (sim.tg.accepted, sim.llm.accepted) == (tg, llm)
     finally:
         sim.stop()

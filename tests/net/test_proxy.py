@@ -51,7 +51,13 @@ def env():
 def test_cpython(name, env, monkeypatch):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    mpcase.run_cpython(CASES, name)
+    from mimi import config
+
+    try:
+        mpcase.run_cpython(CASES, name)
+    finally:  # the settings live on in this process: later tests must not go through a proxy
+        config.reset("proxy")
+        config.reset("no_proxy")
 
 
 @pytest.mark.parametrize("name", mpcase.case_names(CASES))

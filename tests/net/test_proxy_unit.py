@@ -33,6 +33,7 @@ def test_shown_masks_only_the_password():
     config.set("proxy", "socks5://ann:s3cr@t@h:1080")
     assert config.masked("proxy") == "socks5://ann:****@h:1080"
     assert config.is_secret("proxy") and not config.is_secret("no_proxy")
+    config.reset("proxy")  # the settings outlive the test where tests share a process
 
 
 def test_no_proxy_default_keeps_the_lan_and_loopback_direct():
@@ -62,6 +63,7 @@ def test_no_proxy_lists_hosts_domains_ranges_and_all():
     for none in ("none", ""):
         config.set("no_proxy", none)
         assert not tunnel.direct("localhost") and not tunnel.direct("127.0.0.1")
+    config.reset("no_proxy")
 
 
 class _Wire:
@@ -102,6 +104,8 @@ def _wire(setting, reply, host="api.telegram.org", port=443):
         return proxy.connect(host, port, None, 1000)
     finally:
         seam.Conn = real
+        config.reset("proxy")  # the settings outlive the test where tests share a process
+        config.reset("no_proxy")
 
 
 def test_http_connect_bytes_with_basic_auth_of_the_decoded_credentials():

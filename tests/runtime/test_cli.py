@@ -237,3 +237,19 @@ def test_proxy_settings_are_checked_and_the_password_never_shown():
     assert config.get("no_proxy") == "local,ollama.home"
     cli.execute("set_proxy off")
     assert config.get("proxy") == ""
+
+
+def test_set_feishu_stores_the_app_masked():
+    _capture()
+    cli.execute("set_feishu cli_FAKE0001 FAKEsecret0123456789")
+    assert config.get("feishu_app_id") == "cli_FAKE0001" and config.get("feishu_app_secret") == "FAKEsecret0123456789"
+    assert config.get("feishu_domain") == "https://open.feishu.cn"
+    assert "FAKE****" in _text() and "0123456789" not in _text()
+    cli.execute("set_feishu cli_FAKE0002 FAKEsecret https://open.larksuite.com/")
+    assert config.get("feishu_domain") == "https://open.larksuite.com"
+    del _lines[:]
+    cli.execute("set_feishu cli_only")
+    assert "usage: set_feishu <app_id> <secret> [domain]" in _text()
+    del _lines[:]
+    cli.execute("config_show")
+    assert "FAKEsecret" not in _text() and "cli_FAKE0002" in _text()

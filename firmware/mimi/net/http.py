@@ -195,10 +195,13 @@ class Pending:
             h = "[%s]" % h
         if port != (443 if tls else 80):
             h += ":%d" % port
+        hd = headers or {}
+        c = hd.get("Connection", None if keep else "close")  # "Upgrade" for a WebSocket (mimi.net.ws)
         head = "%s %s HTTP/1.1\r\nHost: %s\r\n%sUser-Agent: mimi\r\n" % (
-            method, path, h, "" if keep else "Connection: close\r\n")
-        for k in headers or ():
-            head += "%s: %s\r\n" % (k, headers[k])
+            method, path, h, "" if c is None else "Connection: %s\r\n" % c)
+        for k in hd:
+            if k != "Connection":
+                head += "%s: %s\r\n" % (k, hd[k])
         count = None
         if callable(body):
             body(self._write)  # the counting pass: no connection yet, so _write only counts
@@ -208,7 +211,7 @@ class Pending:
             count = len(body)
         if count is not None:
             head += "Content-Length: %d\r\n" % count
-        n = 3 + (not keep) + len(headers or ()) + (count is not None)  # lines; a line break in a value adds one
+        n = 3 + (c is not None) + len(hd) - ("Connection" in hd) + (count is not None)  # lines; a line break adds one
         if head.count("\n") != n or head.count("\r") != n:
             raise ValueError("line break in a header")
         self._req = head, body, count
@@ -416,6 +419,11 @@ class Pending:
             except (AttributeError, IndexError, ValueError):
                 raise OSError("malformed response")
             self.status, self.headers, self.body, self.truncated = status, h, mv[:0 if sink else n], cut
+            if status == 101:  # Switching Protocols: the caller (mimi.net.ws) takes the connection
+                # (``link``), and the body is what the server sent after the head (the new
+                # protocol's start). "link", not a new name: the interned-name pool (docs/heap.md)
+                self.link, self.body = self._conn, memoryview(bytes(memoryview(self._rb)[self._rs:self._re]))
+                self._conn = None
             # Kept only when the answer ended where its framing said and nothing else came.
             kept = self._keep is not None and v11 and not cut and status != 101 and self._rs == self._re \
                 and "close" not in h.get("connection", "").lower()
