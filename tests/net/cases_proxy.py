@@ -6,7 +6,7 @@ MIMI_T_TP_AUTH / MIMI_T_MS_AUTH (the proxies with authentication, as URLs with t
 credentials), MIMI_T_PW (their password), MIMI_T_TP_OPEN (tinyproxy without
 authentication, which allows only the ports of MIMI_T_KA, MIMI_T_KAS and MIMI_T_RAW),
 MIMI_T_DEAD_PORT (nothing listens there), MIMI_T_BUNDLE (the shipped roots), MIMI_T_KA, MIMI_T_KA2, MIMI_T_KAS (keep-alive
-servers, http and https), MIMI_T_CA (their CA), MIMI_T_RAW (the scripted server), MIMI_T_SEARCH (the fake Brave).
+servers, http and https), MIMI_T_CA (their CA), MIMI_T_RAW (the scripted server), MIMI_T_SEARCH (the fake Brave), MIMI_T_WSS (the websockets package's server, TLS).
 """
 import os
 
@@ -144,3 +144,15 @@ def test_web_search_goes_through_the_proxy():
             assert err and "proxy 127.0.0.1:%s unreachable" % _env("MIMI_T_DEAD_PORT") in text, text
         else:
             assert not err and text.startswith("1. MicroPython\n"), text
+
+
+def test_a_websocket_over_tls_goes_through_each_proxy():
+    from mimi.net import ws
+
+    for p in _env("MIMI_T_PROXIES").split():
+        _through(p)
+        s = ws.connect(_env("MIMI_T_WSS") + "/echo", bytearray(4096))  # Feishu's long connection's way
+        s.send(b"through " + p.split("://")[0].encode())
+        op, got = s.recv(5000)
+        assert bytes(got) == b"through " + p.split("://")[0].encode(), p
+        s.close()

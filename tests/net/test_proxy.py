@@ -15,6 +15,7 @@ from host_sim.fakes.search import FakeSearch
 from kaserver import KeepServer
 from proxies import Proxy
 from rawserver import RawServer
+from wsservers import RealWs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -30,6 +31,7 @@ def env():
     s.bind(("127.0.0.1", 0))
     dead = s.getsockname()[1]
     s.close()
+    wss = RealWs(tls=c).start()
     search = FakeSearch().start()
     search.results = [("MicroPython", "https://micropython.org/", "Python for microcontrollers")]
     proxies = [Proxy.tinyproxy(), Proxy.tinyproxy(USER, PW), Proxy.microsocks(), Proxy.microsocks(USER, PW),
@@ -38,12 +40,12 @@ def env():
     e = {"MIMI_T_PROXIES": " ".join(p.url for p in proxies[:4]), "MIMI_T_TP_AUTH": tp_auth.url,
          "MIMI_T_MS_AUTH": ms_auth.url, "MIMI_T_PW": PW, "MIMI_T_TP_OPEN": tp_open.url,
          "MIMI_T_DEAD_PORT": str(dead), "MIMI_T_KA": ka.url, "MIMI_T_KA2": ka2.url, "MIMI_T_KAS": kas.url,
-         "MIMI_T_CA": c["ca"], "MIMI_T_RAW": raw.url, "MIMI_T_SEARCH": search.url,
+         "MIMI_T_CA": c["ca"], "MIMI_T_RAW": raw.url, "MIMI_T_SEARCH": search.url, "MIMI_T_WSS": wss.url,
          "MIMI_T_BUNDLE": os.path.join(ROOT, "spiffs_seed", "certs", "ca.pem")}
     yield e
     for p in proxies:
         p.stop()
-    for srv in (ka, ka2, kas, raw, search):
+    for srv in (ka, ka2, kas, raw, search, wss):
         srv.stop()
 
 
