@@ -177,6 +177,8 @@ SETTINGS["group_tools"] = ("group_tools", "", False)
 # may hold a password; no_proxy: what is reached directly ("local": the LAN, loopback).
 SETTINGS["proxy"] = ("proxy", "", True)
 SETTINGS["no_proxy"] = ("no_proxy", "local", False)
+# A running summary of what left a chat's window (mimi/agent/compact.py; issue 13): "off" stops it.
+SETTINGS["compact"] = ("compact", "on", False)
 # Feishu / Lark (issue 15): the app's credentials, and its open platform's address
 # (https://open.larksuite.com for Lark).
 SETTINGS["feishu_app_id"] = ("fs_app_id", "", False)
