@@ -204,7 +204,7 @@ def _thread(name):
                 _reset("%s thread failed %d times" % (name, config.APP_RESTARTS_MAX))
                 break
             t["restarts"] += 1
-            seam.sleep_ms(config.APP_RESTART_PAUSE_MS)
+            seam.wait_ms(config.APP_RESTART_PAUSE_MS)
     finally:
         t["alive"] = False
         if state["stop"] and not _alive():
@@ -281,7 +281,7 @@ def stop(timeout_ms=None):
     state["stop"] = True
     t0 = seam.ticks_ms()
     while _alive() and seam.ticks_diff(seam.ticks_ms(), t0) < (timeout_ms or _APP_STOP_WAIT_MS):
-        seam.sleep_ms(20)
+        seam.wait_ms(20)
     _stopped()
     done = not _alive()
     log.info("app", "stopped" if done else "stopping")
@@ -313,7 +313,7 @@ def _io_loop():
             hb.tick(now)
             watch(now)
             if held is not None:
-                seam.sleep_ms(_APP_IO_WAIT_MS)
+                seam.wait_ms(_APP_IO_WAIT_MS)
             elif not busy:
                 held = q.get(_APP_IO_WAIT_MS)
                 if held is not None and route(held):

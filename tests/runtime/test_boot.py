@@ -199,9 +199,9 @@ def test_the_bring_up_is_marked_so_a_panic_there_counts():
     seen = []
     real = boot.NetKeeper.tick
 
-    def tick(self, now):
-        seen.append(boot._load()[1])  # the mark while WiFi and the clock come up
-        return real(self, now)
+    def tick(self, now, ntp=True):
+        seen.append(boot._load()[1])  # the mark while WiFi starts
+        return real(self, now, ntp)
 
     boot.NetKeeper.tick = tick
     try:

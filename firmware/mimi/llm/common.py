@@ -38,7 +38,7 @@ _MSG = const("|400 the request was refused|401 the API key was rejected|403 the 
              "|json %s sent invalid JSON|nokey no API key is set for %s|tls no secure connection: %s"
              "|reach could not reach %s (%s)|wait %s; try again later (in %d s)"
              "|big the reply was larger than the %d KB I can hold|")
-_sleep_ms = seam.sleep_ms  # tests patch this
+_sleep_ms = seam.wait_ms  # tests patch this
 
 
 class Provider:
