@@ -45,7 +45,7 @@ _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound message
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
     "healthy": False, "wdt": False, "telegram": None, "cron": None, "heartbeat": None,
-    "net": None, "threads": {},
+    "net": None, "threads": {}, "started": None,
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
@@ -153,10 +153,12 @@ def _stopping():
 
 def _may_restart(t, now):
     """Count a restart of thread record ``t``; False when there were too many in the window."""
-    lst = t.setdefault("times", [])  # ticks of its restarts, oldest first
-    while lst and seam.ticks_diff(now, lst[0]) >= _APP_RESTART_WINDOW_MS:
+    lst = t.setdefault("times", [])  # moments of its restarts, oldest first (weeks apart, maybe)
+    while lst and seam.elapsed_ms(lst[0], now) >= _APP_RESTART_WINDOW_MS:
         lst.pop(0)
-    lst.append(now)
+    m = seam.moment()
+    m[0] = now
+    lst.append(m)
     return len(lst) <= config.APP_RESTARTS_MAX
 
 
@@ -253,6 +255,7 @@ def start():
     state["running"] = True
     boot.app_running(True)  # an unasked-for reset from now on is a crash (boot.check_safe_mode)
     state["started_ms"] = _beat["agent"] = seam.ticks_ms()
+    state["started"] = seam.moment()  # uptime, past the 6 days ticks_diff holds
     _spawn("agent")
     _spawn("io")
     if config.APP_WDT_TIMEOUT_MS and not state["wdt"]:

@@ -82,7 +82,7 @@ class Provider:
             except OSError as e:
                 s = str(e)
                 err = LLMError(pick(_MSG, "reach") % (http.parse_url(self.url)[1], "timed out" if (
-                    e.args and e.args[0] == 110) or "timed out" in s else s[:80] or type(e).__name__), None, True)
+                    seam.timed_out(e) or "timed out" in s) else s[:80] or type(e).__name__), None, True)
                 if isinstance(e, seam.TLSError):
                     raise LLMError(pick(_MSG, "tls") % s)
             else:
