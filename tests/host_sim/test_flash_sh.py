@@ -320,3 +320,33 @@ def test_a_missing_mpremote_stops_with_how_to_install_it(tmp_path, args):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "is not installed" in p.stderr and 'pip install -e ".[dev]"' in p.stderr, p.stderr
     assert "command not found" not in p.stderr and "Deploying" not in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("wifi", ["never", "delay:40"])
+def test_every_command_works_while_the_network_is_missing_or_slow(tmp_path, wifi):
+    # MicroPython runs /boot.py on each soft reset, mpremote's too, and mpremote waits 10 s
+    # for the raw REPL: a boot that waited for WiFi (a wrong password, a 5 GHz network,
+    # slow DHCP, NTP blocked) would lock flash.sh out, config included, which fixes it.
+    from vbclient import VBoard
+
+    flash = tmp_path / "board"
+    flash.mkdir()
+    b = VBoard(flash, env={"MIMI_SIM_WIFI": wifi, "MIMI_SIM_NTP": "never"})
+    try:
+        flash_sh("--port", b.port, "deploy", "--files")
+        flash_sh("--port", b.port, "config", "wifi_ssid=Sim Net", "wifi_pass=FAKE-wrong-pass")
+        # From here every soft reset runs a boot.py with WiFi set that cannot connect.
+        p = flash_sh("--port", b.port, "seed", timeout=60)
+        assert "Seed: copied" in p.stdout, p.stdout + p.stderr
+        p = flash_sh("--port", b.port, "deploy", "--files", timeout=60)
+        assert "Deployed." in p.stdout, p.stdout + p.stderr
+        flash_sh("--port", b.port, "config", "tz=+8", timeout=60)
+        flash_sh("--port", b.port, "reset", timeout=60)
+        # The assistant started without the network; WiFi is the I/O thread's to bring up.
+        got = _board_exec(b.port, "from mimi import app, boot, seam\n"
+                          "print(app.running(), boot.state['net'].wifi_attempts >= 1, seam.wifi_status()[0])")
+        assert got == "True True False", got
+        nvs = {k: bytes.fromhex(v[1]).decode() for k, v in json.load(open(flash / "nvs.json"))["mimi"].items()}
+        assert nvs["wifi_ssid"] == "Sim Net" and nvs["tz"] == "+08:00"
+    finally:
+        b.stop()
