@@ -201,3 +201,8 @@ def test_version_and_board():
     v = seam.version()
     assert v is None or (len(v) == 3 and v >= (1, 22, 0))
     assert isinstance(seam.board(), str) and seam.board()
+
+
+def test_address_of_a_resolved_name():
+    ais = seam.resolve("127.0.0.1", 80)
+    assert seam.address(ais[0][-1]) == "127.0.0.1"

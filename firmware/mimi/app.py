@@ -3,9 +3,9 @@
 REPL on the serial console stays live.
 
 Threads (../shared/DESIGN.md, "Threads"; stack sizes in README "On the board"):
-- agent thread (``_THREAD_AGENT_STACK_BYTES``): ``mimi.agent.loop.Agent(bus,
+- agent thread (``config.APP_THREAD_STACK_BYTES``): ``mimi.agent.loop.Agent(bus,
   context).run(stop)``, one inbound message at a time.
-- I/O thread (``_THREAD_IO_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
+- I/O thread (``config.APP_THREAD_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
   (``boot.NetKeeper``), Telegram polling and sending, routing outbound messages
   (``route``), cron and heartbeat ticks, and the watchdog (``watch``). Nothing in it
   blocks long: the Telegram long poll is an ``http.Pending`` checked each pass, and the
@@ -33,10 +33,6 @@ from micropython import const
 from mimi import bus, config, log, seam
 
 # Tunables (config.py holds those shared by several modules and the settings).
-# Stack sizes: JSON nesting plus an mbedTLS handshake needs well over the ESP32 port's
-# 5 KB default (README "Threads").
-_THREAD_AGENT_STACK_BYTES = const(16384)
-_THREAD_IO_STACK_BYTES = const(16384)
 _APP_STOP_WAIT_MS = const(8000)
 _APP_RESTART_WINDOW_MS = const(600000)
 _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound messages (= latency)
@@ -236,8 +232,7 @@ def _spawn(name):
     t = state["threads"].get(name) or {"restarts": 0}
     t["alive"] = True
     state["threads"][name] = t
-    seam.start_thread(_thread, (name,), seam.thread_stack_bytes(
-        _THREAD_AGENT_STACK_BYTES if name == "agent" else _THREAD_IO_STACK_BYTES))
+    seam.start_thread(_thread, (name,), seam.thread_stack_bytes(config.APP_THREAD_STACK_BYTES))
 
 
 def start():

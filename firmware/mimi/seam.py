@@ -574,6 +574,32 @@ def _as_timeout(e):
     return OSError(110, "timed out") if timed_out(e) else e
 
 
+def resolve(host, port):
+    """``getaddrinfo`` for a TCP connection to ``host``: a list of
+    ``(family, type, proto, canonname, sockaddr)``. ``OSError`` saying what to fix: no
+    WiFi (on the board, before any DNS), or that ``host`` does not resolve. The ESP32
+    port's sockets are IPv4 only (an IPv6 answer would have no address: TypeError)."""
+    import socket
+
+    if _RT == "esp32" and not wlan().isconnected():
+        raise OSError(pick(_MSG, "wifi") % host)  # what to fix first, not a DNS error
+    try:
+        return socket.getaddrinfo(host, port, socket.AF_INET if _RT == "esp32" else 0, socket.SOCK_STREAM)
+    except OSError as e:  # MicroPython says only "-202", CPython "[Errno -2] Name or service not known"
+        raise OSError(pick(_MSG, "dns") % (host, e))
+
+
+def address(sockaddr):
+    """The host part of a ``resolve`` answer's sockaddr as text ("149.154.167.220"): a
+    tuple on the ESP32 port and CPython, raw ``sockaddr_in`` bytes on the unix port."""
+    if isinstance(sockaddr, tuple):
+        return str(sockaddr[0])
+    b = bytes(sockaddr)
+    if len(b) >= 8 and b[0] == 2:  # AF_INET: family, port, then the 4 address bytes
+        return "%d.%d.%d.%d" % (b[4], b[5], b[6], b[7])
+    return repr(b)
+
+
 class Conn:
     """One TCP connection, maybe TLS, where every wait has a timeout.
 
@@ -592,13 +618,7 @@ class Conn:
 
         self._poll = None
         err = OSError(pick(_MSG, "none") % host)
-        if _RT == "esp32" and not wlan().isconnected():
-            raise OSError(pick(_MSG, "wifi") % host)  # what to fix first, not a DNS error
-        try:  # the ESP32 port's sockets are IPv4 only (an IPv6 answer has no address: TypeError)
-            ais = socket.getaddrinfo(host, port, socket.AF_INET if _RT == "esp32" else 0, socket.SOCK_STREAM)
-        except OSError as e:  # MicroPython says only "-202", CPython "[Errno -2] Name or service not known"
-            raise OSError(pick(_MSG, "dns") % (host, e))
-        for ai in ais:
+        for ai in resolve(host, port):
             s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
             try:
                 s.settimeout(connect_timeout_ms / 1000)
