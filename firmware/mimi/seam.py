@@ -98,15 +98,17 @@ def wait_ms(ms):
     under one tick, with the interpreter lock held (ports/esp32/mphalport.c,
     ``mp_hal_delay_ms``): a quarter of a 20 ms wait, and every other thread stalls
     meanwhile. ``poll`` with a timeout on an empty poll object waits tick by tick with
-    the lock released (extmod/modselect.c, ``MICROPY_EVENT_POLL_HOOK``). The host
-    runtimes' ``sleep_ms`` does not spin.
+    the lock released (extmod/modselect.c, ``MICROPY_EVENT_POLL_HOOK``). The unix port's
+    ``sleep_ms`` wakes every millisecond (ports/unix/unix_mphal.c), its ``poll`` once,
+    so it waits the same way; CPython sleeps.
     """
-    if _RT != "esp32" or ms <= 0:
+    if _RT == "cpython" or ms <= 0:
         return sleep_ms(max(0, ms))
     if not _idle:
         import select
 
-        _idle.append(select.poll())  # nothing registered: it only waits (shared: the GIL guards it)
+        # Nothing registered: it only waits. Shared by the threads: waiting only reads it.
+        _idle.append(select.poll())
     _idle[0].poll(ms)
 
 
