@@ -4,7 +4,8 @@
 
 runs ``micropython -X heapsize=HEAP tools/bench_import_board.py`` twice and prints one
 line per module with the heap it added, then the totals (budget: 96 KB after import,
-issue 2):
+issue 2), then the modules only ``tools/flash.sh`` runs (``mimi.doctor``), which the app
+never imports, each with its own figure, outside the totals:
 
 1. ROMFS, as ``tools/flash.sh deploy`` puts the package on a board: the package's ROMFS
    image (``host_sim/romfs.py``: .mpy files, built with mpremote's writer) mounted at
