@@ -29,6 +29,7 @@ class Echo:
 
     def handle(self, m):
         self.bus.send(m["channel"], m["chat_id"], "", "typing")
+        time.sleep_ms(300)  # as an agent's LLM call would: a typing ended at once is rightly never sent
         self.bus.send(m["channel"], m["chat_id"], "echo: **" + m["text"] + "**")
         self.bus.send(m["channel"], m["chat_id"], "", "idle")
 
