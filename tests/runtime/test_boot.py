@@ -295,3 +295,19 @@ def test_old_micropython_gets_a_warning():
     finally:
         log.warn = keep_w
     assert not seen  # this runtime: no warning (CPython has no version; the unix port is newer)
+
+
+def test_a_radio_error_of_no_known_name_is_retried_like_any_other():
+    # The ESP32 port's RuntimeError("Wifi Unknown Error 0x....") reaches NetKeeper as OSError.
+    _fresh()
+    config.set("wifi_ssid", "mimi-sim-wifi")
+    support.setenv("MIMI_SIM_WIFI", "error")
+    try:
+        t0 = seam.ticks_ms()
+        k = boot.NetKeeper(t0)
+        t = _run(k, t0, 60000)
+        assert 3 <= k.wifi_attempts <= 5 and not k.up  # backing off, never raising
+    finally:
+        support.setenv("MIMI_SIM_WIFI")
+    _run(k, t, 400000, 1000)
+    assert k.up and seam.wifi_status()[0]
