@@ -331,7 +331,7 @@ def route(msg):
             return True
         ch = "telegram"
     elif ch == "cron":
-        ch = "telegram" if cid.lstrip("-").isdigit() else "cli"
+        ch = "telegram" if cid.partition(":")[0].lstrip("-").isdigit() else "cli"  # "chat:topic" too
     if ch == "telegram":
         return state["telegram"].deliver(msg)
     if ch == "cli":

@@ -3,12 +3,12 @@ import json
 
 from mimi import config
 from mimi.storage import cronjobs
-from mimi.tools import clock, cron_tools, files, memory_tools, messaging, registry
+from mimi.tools import clock, cron_tools, files, gpio, memory_tools, messaging, registry
 import support
 
 RUNTIMES = ("cpython", "micropython")
 
-MODULES = (files, memory_tools, clock, messaging, cron_tools)
+MODULES = (files, memory_tools, clock, messaging, cron_tools, gpio)
 
 
 def _lines():
