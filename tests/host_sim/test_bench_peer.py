@@ -23,3 +23,15 @@ def test_bench_peer_refuses_a_folder_that_is_not_chipclaw(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_peer.py"), "--chipclaw", str(tmp_path)],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no chipclaw/ package" in p.stderr
+
+
+def test_bench_peer_profile_names_the_steps_of_a_turn():
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_peer.py"), "--turns", "4", "--profile"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = [ln for ln in p.stdout.splitlines() if ln.startswith("  ") and "ms/turn" not in ln]
+    steps = {ln[:64].strip(): ln.split() for ln in rows if not ln.startswith("  (")}
+    for want in ("session window (sessions.load)", "messages to flash (sessions.append)",
+                 "request body into the reply buffer (wire.into)", "tools run (registry.execute)"):
+        assert want in steps, p.stdout
+    assert float(steps["messages to flash (sessions.append)"][-2]) == 3.0  # question, call, result... a mean of 3

@@ -254,7 +254,7 @@ class Telegram:
         self.t0 = seam.ticks_ms()
         token = self.api.token()
         if not token:
-            if not self.quiet:
+            if not self.quiet and not config.get("feishu_app_id"):  # Feishu alone is fine
                 log.warn("tg", commands.text("no_token_h" if seam.on_host() else "no_token"))
                 self.quiet = True
             return False
@@ -287,7 +287,7 @@ class Telegram:
                 log.warn("tg", "%s", e)
             log.info("tg", "bot @%s", me.get("username"))
             if not commands.allowed():
-                print("\n" + commands.text("banner", me.get("username"), commands.new_code()))
+                print("\n" + commands.text("banner", me.get("username"), commands.code()))  # Feishu may show it too
         busy = self._poll(now)
         q = self.outq
         if q and seam.ticks_diff(now, self.send_at) >= 0 and not self._late():  # the oldest chunk

@@ -108,9 +108,12 @@ class Pending:
                 host = "[%s]" % host
             if port != (443 if tls else 80):
                 host += ":%d" % port
-            head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nUser-Agent: mimi\r\n" % (method, path, host)
-            for k in headers or ():
-                head += "%s: %s\r\n" % (k, headers[k])
+            hd = headers or {}
+            head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\nUser-Agent: mimi\r\n" % (
+                method, path, host, hd.get("Connection", "close"))  # "Upgrade" for a WebSocket (mimi.net.ws)
+            for k in hd:
+                if k != "Connection":
+                    head += "%s: %s\r\n" % (k, hd[k])
             w = self._write
             count = None
             if callable(body):
@@ -122,7 +125,7 @@ class Pending:
                 count = len(body)
             if count is not None:
                 head += "Content-Length: %d\r\n" % count
-            n = 4 + len(headers or ()) + (count is not None)  # lines; a line break in a value would add one
+            n = 4 + len(hd) - ("Connection" in hd) + (count is not None)  # lines; a line break in a value would add one
             if head.count("\n") != n or head.count("\r") != n:
                 raise ValueError("line break in a header")
             w(head)
@@ -272,6 +275,11 @@ class Pending:
             except (AttributeError, IndexError, ValueError):
                 raise OSError("malformed response")
             self.status, self.headers, self.body, self.truncated = status, h, mv[:0 if sink else n], cut
+            if status == 101:  # Switching Protocols: the caller (mimi.net.ws) takes the connection
+                # (``link``), and the body is what the server sent after the head (the new
+                # protocol's start). "link", not a new name: the interned-name pool (docs/heap.md)
+                self.link, self.body = self._conn, memoryview(bytes(memoryview(self._rb)[self._rs:self._re]))
+                self._conn = None
             return self
         finally:
             self.close()

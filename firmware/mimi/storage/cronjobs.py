@@ -106,12 +106,14 @@ def validate(spec, now_s=None):
     channel = spec.get("channel") or "telegram"
     chat = spec.get("chat_id")
     chat = "" if chat is None or isinstance(chat, bool) else str(chat).strip()
+    if chat[:3] == "fs_":  # a Feishu chat id names its channel
+        channel = "feishu"
     field = "every_s" if kind == "every" else "at_s"
     n = spec.get(field)
     if kind not in KINDS:
         raise ValueError("kind must be every, at or daily")
-    if channel not in ("telegram", "cli"):
-        raise ValueError("channel must be telegram or cli")
+    if channel not in ("telegram", "feishu", "cli"):
+        raise ValueError("channel must be telegram, feishu or cli")
     need = ("text is needed: what to do when it runs" if not isinstance(text, str) or not text.strip() else
             "chat_id is needed: the chat that gets the result" if not chat else
             "every_s is needed for kind every" if kind == "every" and n is None else

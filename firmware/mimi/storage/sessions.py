@@ -67,7 +67,10 @@ def key_for(channel, chat_id):
     Cron and heartbeat get ``cron_`` / ``hb_`` keys apart from people's chats. Characters
     outside ``[A-Za-z0-9_-]`` become ``_``.
     """
-    # telegram and heartbeat are shortened; others (cli, cron) keep their name
+    # telegram and heartbeat are shortened; others (cli, cron) keep their name; a Feishu
+    # chat id names its channel already ("fs_ou_...": the key is the id)
+    if channel == "feishu":
+        return _safe(str(chat_id))[:_KEY_MAX]
     prefix = "tg" if channel == "telegram" else "hb" if channel == "heartbeat" else _safe(str(channel))[:8]
     return (prefix + "_" + _safe(str(chat_id)))[:_KEY_MAX]
 
