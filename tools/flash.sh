@@ -9,6 +9,8 @@
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
+#   tools/flash.sh [--port PORT] doctor               a report made on the board, changing nothing: each
+#                                                     line OK, WARN or FIX with what to do (exit 1 on a FIX)
 #   tools/flash.sh [--port PORT] repl                 the serial console (Ctrl-] or Ctrl-X leaves it)
 #
 # PORT: a serial device (/dev/ttyACM0, /dev/ttyUSB0, COM5) or socket://HOST:PORT (the
@@ -29,6 +31,12 @@
 # start of vfs. A firmware without ROMFS (the micropython.org builds seem to be)
 # is written as it is; --romfs adds the partition anyway, --no-romfs never. An image
 # without a table at 0x8000 (app-only), or cut short, is refused before anything is erased.
+#
+# doctor: mimi.doctor on the board over `mpremote resume` (no soft reset: a running
+# assistant goes on): MicroPython and the board; PSRAM, internal RAM, GC heap, flash;
+# WiFi; the clock; an NVS round trip; DNS, and a timed TLS handshake with the CA bundle,
+# for the Telegram API and the LLM; a thread with the app's stack doing a handshake; which
+# settings are set (names only).
 #
 # repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
 # fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
@@ -406,6 +414,21 @@ cmd_config() {
     rm -f "$code"
 }
 
+cmd_doctor() {
+    [ $# -eq 0 ] || die "doctor: no arguments expected"
+    need_mpremote
+    RESET_DONE=1  # resume: nothing on the board changes, a running assistant goes on
+    local out
+    out="$(mp exec 'try:
+    from mimi import doctor
+except ImportError as e:
+    print("FIX  mimi is not on this board (%s): tools/flash.sh deploy" % e)
+else:
+    doctor.run()')" || die "doctor: cannot reach the board on ${PORT:-the first USB serial device} (mpremote's reason above)"
+    printf '%s\n' "$out" | tr -d '\r'
+    if grep -q '^FIX' <<<"$out"; then exit 1; fi
+}
+
 cmd_repl() {
     [ $# -eq 0 ] || die "repl: no arguments expected"
     case "$PORT" in
@@ -436,5 +459,6 @@ case "$command" in
     config) cmd_config "$@" ;;
     reset) need_mpremote; mp reset; echo "Reset: the assistant starts (tools/flash.sh repl shows its log)." ;;
     repl) cmd_repl "$@" ;;
-    *) die "unknown command $command (flash, deploy, seed, config, reset, repl)" ;;
+    doctor) cmd_doctor "$@" ;;
+    *) die "unknown command $command (flash, deploy, seed, config, reset, repl, doctor)" ;;
 esac
