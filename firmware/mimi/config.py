@@ -217,10 +217,12 @@ def is_secret(name):
 
 
 def masked(name):
-    """The setting as it may be shown: secrets as ``abcd****`` (4 characters at most)."""
+    """The setting as it may be shown: a key or token as ``****wxyz`` (its last 4
+    characters, which tell two keys apart; none when it is shorter than 12), a password
+    (``*_pass``) as ``****`` whatever its length. Other settings as they are."""
     v = get(name)
     if not is_secret(name) or not v:
         return v
-    if len(v) <= 8:
+    if name[-5:] == "_pass" or len(v) < 12:
         return "****"
-    return v[:4] + "****"
+    return "****" + v[-4:]
