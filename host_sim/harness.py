@@ -83,8 +83,9 @@ class Sim:
         cmd = [sys.executable, "-m", "host_sim", "run", "--flash", self.flash, "--runtime", self.runtime,
                "--heap", self.heap]
         mark = len(self.tg.calls)
-        self.proc = subprocess.Popen(cmd, env=self.env(), cwd=hostenv.ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        # stdin: not the terminal, which belongs to the offline chat (no console in run).
+        self.proc = subprocess.Popen(cmd, env=self.env(), cwd=hostenv.ROOT, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
         if wait:
             self.wait_polling(mark)

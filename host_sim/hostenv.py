@@ -141,6 +141,26 @@ def micropython_path():
     return os.pathsep.join((STUBS, FIRMWARE, ".frozen"))
 
 
+HEAP_MIN_BYTES = 64 * 1024  # below this the unix port cannot even import the package
+
+
+def heap_bytes(text):
+    """A ``-X heapsize`` value ("256K", "2M", "300000") in bytes.
+
+    ``ValueError`` (saying what is expected) for anything else, or for less than 64 KB.
+    """
+    t = str(text).strip()
+    units = {"K": 1024, "M": 1024 * 1024}
+    mult = units.get(t[-1:].upper(), 1)
+    digits = t[:-1] if mult > 1 else t
+    if not digits.isdigit():
+        raise ValueError("%r: a heap size such as 256K, 2M or 300000 (bytes)" % text)
+    n = int(digits) * mult
+    if n < HEAP_MIN_BYTES:
+        raise ValueError("%r: at least 64K (the package alone needs more)" % text)
+    return n
+
+
 def heap_plus(heap, nbytes):
     """``-X heapsize`` ``heap`` ("256K", "2M", or bytes) plus ``nbytes``, as "<n>K".
 

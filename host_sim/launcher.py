@@ -375,9 +375,12 @@ def _die_with_parent(parent_pid):
     return arm if sys.platform.startswith("linux") else None
 
 
-def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
+def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console=None):
     """Boot the firmware until SIGINT/SIGTERM; reboot it when it asks to reset. Returns exit status.
 
+    ``console``: read Python from this process's stdin and run it on the board, as at a
+    board's REPL (``host_sim/repl.py``); None: when stdin is a terminal. The console's end
+    of input stops the board, as SIGINT does.
     ``env_extra``: variables added to this process's environment for the board (the
     ``MIMI_*`` settings among them are applied as if they were set in the shell;
     ``MIMI_ROMFS_IMAGE``, a micropython board imports the package from that ROMFS image,
@@ -385,7 +388,11 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     Returns 2 when a ``MIMI_*`` setting is malformed.
     """
     flash_dir = os.path.abspath(flash_dir)
-    seed_flash(flash_dir)
+    try:
+        seed_flash(flash_dir)
+    except OSError as e:
+        print("mimi host simulator: --flash %s: %s" % (flash_dir, e.strerror or e), file=sys.stderr)
+        return 2
     env = dict(os.environ)
     env.update(env_extra or {})
     try:
@@ -418,6 +425,12 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     by_pipe = runtime == "micropython"
     if by_pipe:
         env["MIMI_STOP_STDIN"] = "1"
+    if console is None:
+        console = sys.stdin.isatty()
+    ack_r = ack_w = None
+    if console:
+        ack_r, ack_w = os.pipe()  # the board writes a byte on it when a console entry has run
+        env["MIMI_CONSOLE_ACK_FD"] = str(ack_w)
 
     def ask_stop(p):
         if not by_pipe:
@@ -451,6 +464,9 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     # non-interactive shell), so Ctrl-C and SIGTERM always reach the firmware.
     old_int = signal.signal(signal.SIGINT, forward)
     old_term = signal.signal(signal.SIGTERM, forward)
+    saved_tty = _tty_state()
+    if console:
+        _start_console(current, stopping, ack_r, lambda: forward(None, None))
     try:
         while True:
             damaged = set_damaged_store_aside(flash_dir)
@@ -463,7 +479,8 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
                 print("[sim] settings from the environment: %s" % ", ".join(
                     var for var, _ in ENV_SETTINGS if env.get(var, "").strip()), flush=True)
             proc = subprocess.Popen(cmd, env=env, cwd=flash_dir, start_new_session=True,
-                                    stdin=subprocess.PIPE if by_pipe else None,
+                                    stdin=subprocess.PIPE if by_pipe or console else None,
+                                    pass_fds=(ack_w,) if console else (),
                                     preexec_fn=_die_with_parent(os.getpid()))
             current[0] = proc
             if stopping[0]:
@@ -475,3 +492,51 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     finally:
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
+        _tty_restore(saved_tty)
+
+
+def _tty_state():
+    """The terminal's settings (to restore them at exit: readline may hold it mid-line), or None."""
+    try:
+        import termios
+
+        return termios.tcgetattr(sys.stdin.fileno()) if sys.stdin.isatty() else None
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def _tty_restore(saved):
+    if saved is not None:
+        import termios
+
+        try:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+        except (OSError, ValueError):
+            pass
+
+
+def _start_console(current, stopping, ack_r, stop):
+    """Run the console (``host_sim/repl.py``) in a thread; at its end of input, ``stop()``."""
+    import threading
+
+    from host_sim import repl
+
+    def send(text):
+        p = current[0]
+        if p is None or p.poll() is not None or p.stdin is None:
+            return False
+        try:
+            p.stdin.write(text.encode())
+            p.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def serve():
+        while current[0] is None and not stopping[0]:  # the first boot is starting
+            time.sleep(0.05)
+        repl.serve(send, ack_r, lambda: not stopping[0])
+        if not stopping[0]:
+            stop()
+
+    threading.Thread(target=serve, daemon=True).start()

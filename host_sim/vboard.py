@@ -25,6 +25,7 @@ only, as MicroPython does, so a running assistant stops while files are copied.
 ``--no-boot`` gives only the REPL. While no client is connected the console output goes
 to this process's stdout.
 """
+import errno
 import os
 import queue
 import select
@@ -277,12 +278,28 @@ def main(flash_dir, port, heap="2M", boot=True, romfs_bytes=ROMFS_BYTES):
     ``romfs_bytes``: size of its ROMFS partition (0: a MicroPython without ROMFS, as the
     micropython.org builds: no ``vfs.rom_ioctl``).
     """
-    os.makedirs(flash_dir, exist_ok=True)
+    try:
+        os.makedirs(flash_dir, exist_ok=True)
+    except OSError as e:
+        print("vboard: --flash %s: %s" % (flash_dir, e.strerror or e), file=sys.stderr)
+        return 2
+    if not hostenv.micropython_exe():
+        print("vboard: %s" % hostenv.micropython_missing(), file=sys.stderr)
+        return 2
     vb = VBoard(flash_dir, port, heap, boot, romfs_bytes=romfs_bytes)
     try:
         vb.start()
-    except (OSError, RuntimeError) as e:
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            print("vboard: port %d is in use (another virtual board?): --port N for another, 0 for any free one"
+                  % port, file=sys.stderr)
+        else:
+            print("vboard: %s" % (e.strerror or e), file=sys.stderr)
+        vb.stop()
+        return 2
+    except RuntimeError as e:
         print("vboard: %s" % e, file=sys.stderr)
+        vb.stop()
         return 2
 
     def on_signal(signum, frame):
