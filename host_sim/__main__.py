@@ -78,6 +78,13 @@ def _count(text):
     return int(text)
 
 
+def _positive(text):
+    """A whole number, 1 or more."""
+    if not text.strip().isdigit() or not int(text):
+        raise argparse.ArgumentTypeError("%r: a whole number, 1 or more" % text)
+    return int(text)
+
+
 def _port(text):
     """--port of vboard: a TCP port, 0 (a free one) to 65535."""
     if not text.strip().isdigit() or int(text) > 65535:
@@ -154,8 +161,8 @@ def parser():
                                    "micropython command ($MIMI_MICROPYTHON: the 32-bit "
                                    "../shared/tools/micropython32 gives the chip's heap figures) against local "
                                    "fakes; docs/figures.md explains each figure."))
-    b.add_argument("--turns", type=_count, default=40, help="timed turns per heap size (default 40)")
-    b.add_argument("--peak-turns", type=_count, default=10, help="turns with the heap sampled (default 10)")
+    b.add_argument("--turns", type=_positive, default=40, help="timed turns per heap size (default 40)")
+    b.add_argument("--peak-turns", type=_positive, default=10, help="turns with the heap sampled (default 10)")
     b.add_argument("--soak", type=_count, default=500, help="turns in a 256 KB heap (default 500; 0 skips)")
     b.add_argument("--smallest", type=_count, default=100,
                    help="find the smallest heap that runs N turns (default 100; 0 skips)")
