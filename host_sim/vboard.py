@@ -23,7 +23,8 @@ Each power-on runs ``/boot.py`` and ``/main.py`` before the REPL, as a board doe
 reset from the raw REPL (what mpremote does first, without ``resume``) runs ``/boot.py``
 only, as MicroPython does, so a running assistant stops while files are copied.
 ``--no-boot`` gives only the REPL. While no client is connected the console output goes
-to this process's stdout.
+to this process's stdout. Lines end in ``\\r\\n``, as a board's console sends them (the
+unix port writes ``\\n``; see ``cooked``).
 """
 import errno
 import os

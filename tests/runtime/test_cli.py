@@ -50,6 +50,9 @@ def test_settings_through_the_line_console():
     names = [line.split()[0] for line in _lines]
     assert names == sorted(names) and "tg_token" in names  # the same order on both runtimes
     del _lines[:]
+    cli.execute("status")
+    assert "FAKE" not in _text() and "pass word" not in _text(), _text()  # /status shows no secret at all
+    del _lines[:]
     cli.execute("config_reset model")
     cli.execute("config_show")
     assert "model            - (default: gpt-4.1-mini)" in _text()  # the provider's default is named
