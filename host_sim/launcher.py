@@ -379,7 +379,8 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console
     """Boot the firmware until SIGINT/SIGTERM; reboot it when it asks to reset. Returns exit status.
 
     ``console``: read Python from this process's stdin and run it on the board, as at a
-    board's REPL (``host_sim/repl.py``); None: when stdin is a terminal. The console's end
+    board's REPL (``host_sim/repl.py``); None: when stdin is a terminal and this is its
+    foreground job. The console's end
     of input stops the board, as SIGINT does.
     ``env_extra``: variables added to this process's environment for the board (the
     ``MIMI_*`` settings among them are applied as if they were set in the shell;
@@ -426,7 +427,7 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console
     if by_pipe:
         env["MIMI_STOP_STDIN"] = "1"
     if console is None:
-        console = sys.stdin.isatty()
+        console = _foreground_tty()
     ack_r = ack_w = None
     if console:
         ack_r, ack_w = os.pipe()  # the board writes a byte on it when a console entry has run
@@ -493,6 +494,15 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
         _tty_restore(saved_tty)
+
+
+def _foreground_tty():
+    """True when stdin is a terminal and this process is its foreground job: a console read
+    by a background job (``run &``) would stop it (SIGTTIN)."""
+    try:
+        return sys.stdin.isatty() and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError):
+        return False
 
 
 def _tty_state():

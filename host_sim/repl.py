@@ -10,18 +10,27 @@ expression's value as the REPL does. Each entry goes to the board's stdin as one
 next prompt comes after the answer. A line ending in ``:`` starts a block that an empty
 line ends.
 
-On a terminal the console is on by default (``--no-console`` leaves it out); with
+On a terminal, in the foreground, the console is on by default (``--no-console`` leaves it out); with
 ``--console`` it also reads piped lines (each shown after ``>>>``), and the board stops
 after the last one has run. Ctrl-D (end of input) or Ctrl-C stops the board.
 """
 import json
 import os
+import re
 import select
 import sys
 
 BANNER = ("Console: Python on the board, as its REPL (the assistant keeps running): cli.status(), cli.pair(), "
           "cli.allow(CHAT_ID), cli.config_show(), cli.help(). Ctrl-D or Ctrl-C stops the board.")
 ACK_WAIT_S = 330  # cli.ask waits up to 300 s for its answer
+# The console commands that take a secret (texts.md "## cli"): piped lines are shown with
+# their arguments hidden, so a transcript never holds a password or a key.
+_SECRET_CALL = re.compile(r"\b(set_wifi|set_api_key|set_tg_token|set_search_key|config\.set)\s*\(.*", re.S)
+
+
+def shown(line):
+    """``line`` as the transcript may show it: a call that sets a secret without its arguments."""
+    return _SECRET_CALL.sub(lambda m: m.group(1) + "(****)", line)
 
 
 def _entries(read, interactive, out):
@@ -34,7 +43,7 @@ def _entries(read, interactive, out):
         if not line.strip():
             continue
         if not interactive:
-            out.write(">>> %s\n" % line)
+            out.write(">>> %s\n" % shown(line))
             out.flush()
         block = [line]
         while block[-1].rstrip().endswith(":") or len(block) > 1 and block[-1].strip():
@@ -43,7 +52,7 @@ def _entries(read, interactive, out):
             except EOFError:
                 break
             if not interactive:
-                out.write("... %s\n" % more)
+                out.write("... %s\n" % shown(more))
             block.append(more)
         yield "\n".join(block).rstrip() + ("\n" if len(block) > 1 else "")
 

@@ -89,3 +89,11 @@ def test_on_a_terminal_the_console_prompts_and_ctrl_d_stops_the_board(runtime, t
     assert os.waitstatus_to_exitcode(status) == 0, out
     assert b"chat 777 is already allowed" in out and b"Traceback" not in out, out
     assert after[3] == before[3]  # the terminal's modes as they were
+
+
+def test_a_piped_line_that_sets_a_secret_is_shown_without_it():
+    from host_sim import repl
+
+    assert repl.shown("cli.set_wifi('home', 'FAKE pass')") == "cli.set_wifi(****)"
+    assert repl.shown("cli.set_api_key( 'sk-FAKE-123' )") == "cli.set_api_key(****)"
+    assert repl.shown("cli.status()") == "cli.status()"
