@@ -10,9 +10,10 @@ expression's value as the REPL does. Each entry goes to the board's stdin as one
 next prompt comes after the answer. A line ending in ``:`` starts a block that an empty
 line ends.
 
-On a terminal, in the foreground, the console is on by default (``--no-console`` leaves it out); with
-``--console`` it also reads piped lines (each shown after ``>>>``), and the board stops
-after the last one has run. Ctrl-D (end of input) or Ctrl-C stops the board.
+On a terminal, in the foreground, the console is on by default (``--no-console`` leaves
+it out); with ``--console`` it also reads piped lines (each shown after ``>>>``, a call
+that sets a secret without its arguments), and the board stops after the last one has
+run. Ctrl-D (end of input) or Ctrl-C stops the board.
 """
 import json
 import os
