@@ -380,8 +380,7 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console
 
     ``console``: read Python from this process's stdin and run it on the board, as at a
     board's REPL (``host_sim/repl.py``); None: when stdin is a terminal and this is its
-    foreground job. The console's end
-    of input stops the board, as SIGINT does.
+    foreground job. The console's end of input stops the board, as SIGINT does.
     ``env_extra``: variables added to this process's environment for the board (the
     ``MIMI_*`` settings among them are applied as if they were set in the shell;
     ``MIMI_ROMFS_IMAGE``, a micropython board imports the package from that ROMFS image,
@@ -427,7 +426,9 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console
     if by_pipe:
         env["MIMI_STOP_STDIN"] = "1"
     if console is None:
-        console = _foreground_tty()
+        from host_sim import repl
+
+        console = repl.foreground_tty()
     ack_r = ack_w = None
     if console:
         ack_r, ack_w = os.pipe()  # the board writes a byte on it when a console entry has run
@@ -465,9 +466,12 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console
     # non-interactive shell), so Ctrl-C and SIGTERM always reach the firmware.
     old_int = signal.signal(signal.SIGINT, forward)
     old_term = signal.signal(signal.SIGTERM, forward)
-    saved_tty = _tty_state()
+    saved_tty = None
     if console:
-        _start_console(current, stopping, ack_r, lambda: forward(None, None))
+        from host_sim import repl
+
+        saved_tty = repl.tty_state()
+        repl.start(current, stopping, ack_r, lambda: forward(None, None))
     try:
         while True:
             damaged = set_damaged_store_aside(flash_dir)
@@ -493,60 +497,6 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console
     finally:
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
-        _tty_restore(saved_tty)
+        if saved_tty is not None:
+            repl.tty_restore(saved_tty)
 
-
-def _foreground_tty():
-    """True when stdin is a terminal and this process is its foreground job: a console read
-    by a background job (``run &``) would stop it (SIGTTIN)."""
-    try:
-        return sys.stdin.isatty() and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
-    except (OSError, ValueError):
-        return False
-
-
-def _tty_state():
-    """The terminal's settings (to restore them at exit: readline may hold it mid-line), or None."""
-    try:
-        import termios
-
-        return termios.tcgetattr(sys.stdin.fileno()) if sys.stdin.isatty() else None
-    except (ImportError, OSError, ValueError):
-        return None
-
-
-def _tty_restore(saved):
-    if saved is not None:
-        import termios
-
-        try:
-            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
-        except (OSError, ValueError):
-            pass
-
-
-def _start_console(current, stopping, ack_r, stop):
-    """Run the console (``host_sim/repl.py``) in a thread; at its end of input, ``stop()``."""
-    import threading
-
-    from host_sim import repl
-
-    def send(text):
-        p = current[0]
-        if p is None or p.poll() is not None or p.stdin is None:
-            return False
-        try:
-            p.stdin.write(text.encode())
-            p.stdin.flush()
-            return True
-        except (BrokenPipeError, OSError):
-            return False
-
-    def serve():
-        while current[0] is None and not stopping[0]:  # the first boot is starting
-            time.sleep(0.05)
-        repl.serve(send, ack_r, lambda: not stopping[0])
-        if not stopping[0]:
-            stop()
-
-    threading.Thread(target=serve, daemon=True).start()

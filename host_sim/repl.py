@@ -98,3 +98,60 @@ def serve(send, ack_fd, alive, stdin=None, out=None):
                 os.read(ack_fd, 64)
                 break
             waited += 0.2
+
+
+def foreground_tty():
+    """True when stdin is a terminal and this process is its foreground job: a console read
+    by a background job (``run &``) would stop it (SIGTTIN)."""
+    try:
+        return sys.stdin.isatty() and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError):
+        return False
+
+
+def tty_state():
+    """The terminal's settings (to restore them at exit: readline may hold it mid-line), or None."""
+    try:
+        import termios
+
+        return termios.tcgetattr(sys.stdin.fileno()) if sys.stdin.isatty() else None
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def tty_restore(saved):
+    if saved is not None:
+        import termios
+
+        try:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+        except (OSError, ValueError):
+            pass
+
+
+def start(current, stopping, ack_r, stop):
+    """Run ``serve`` in a thread for ``launcher.run``: ``current[0]`` is the board process
+    (a new one after each reset), ``stopping[0]`` true once it is being stopped; at the end
+    of input, ``stop()``."""
+    import threading
+    import time
+
+    def send(text):
+        p = current[0]
+        if p is None or p.poll() is not None or p.stdin is None:
+            return False
+        try:
+            p.stdin.write(text.encode())
+            p.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def serve_lines_until_stop():
+        while current[0] is None and not stopping[0]:  # the first boot is starting
+            time.sleep(0.05)
+        serve(send, ack_r, lambda: not stopping[0])
+        if not stopping[0]:
+            stop()
+
+    threading.Thread(target=serve_lines_until_stop, daemon=True).start()
