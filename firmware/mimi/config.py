@@ -173,6 +173,11 @@ WEB_BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 WEB_TAVILY_URL = "https://api.tavily.com/search"
 # Tool groups a group chat may use besides the safe ones ("file,cron", "all"; issue 4).
 SETTINGS["group_tools"] = ("group_tools", "", False)
+# Feishu / Lark (issue 15): the app's credentials, and its open platform's address
+# (https://open.larksuite.com for Lark).
+SETTINGS["feishu_app_id"] = ("fs_app_id", "", False)
+SETTINGS["feishu_app_secret"] = ("fs_app_secret", "", True)
+SETTINGS["feishu_domain"] = ("fs_domain", "https://open.feishu.cn", False)
 
 _cache = {}
 

@@ -22,6 +22,12 @@ own format:
 A client that cannot hold the Python object (firmware under ``micropython``) drives the
 fake over HTTP: ``POST /_fake/script`` with a JSON list of ``Reply.to_dict()`` forms,
 ``GET /_fake/requests`` (what arrived, as JSON), ``POST /_fake/reset``.
+Images: Anthropic ``image`` blocks (``source.type`` base64, ``media_type`` one of
+image/jpeg, png, gif, webp, ``data`` valid base64) and OpenAI ``image_url`` parts (a
+``data:<type>;base64,`` URL) are checked as the APIs check them and kept, decoded, in
+``images``; ``vision=False`` (a text-only model) refuses them with the API's 400.
+``FakeOpenAI`` also serves ``POST /v1/audio/transcriptions`` (multipart ``file`` and
+``model``; answers ``{"text": fake.transcript}``; the uploads are kept in ``audio``).
 When the script is empty the fake answers ``Reply.text("ok")`` (or calls ``responder(req)``
 if set). ``strict`` (default True) makes the fake refuse, with the API's 400 error, what
 the real API refuses: a missing key or version header, a tool result without its tool
@@ -128,11 +134,15 @@ def _approx_tokens(b):
 
 
 class _FakeLLM(FakeServer):
-    def __init__(self, api_key=None, strict=True, model=None):
+    def __init__(self, api_key=None, strict=True, model=None, vision=True):
         super().__init__()
         self.api_key = api_key  # when set, other keys get 401
         self.strict = strict
         self.model = model
+        self.vision = vision
+        self.images = []  # (media type, decoded bytes) of every image that arrived
+        self.audio = []  # (model, filename, content type, bytes) of every transcription upload
+        self.transcript = "this is the fake transcript"
         self._script = []
         self.responder = None
 
@@ -258,7 +268,14 @@ class FakeAnthropic(_FakeLLM):
         for t in b.get("tools") or ():
             if not isinstance(t, dict) or "name" not in t or "input_schema" not in t:
                 return 400, "tools: each tool needs name and input_schema"
-        return _check_anthropic_messages(b["messages"])
+        images = []
+        problem = _check_anthropic_messages(b["messages"], images)
+        if not problem and images and not self.vision:
+            problem = 400, "This model does not support image input."
+        if not problem:
+            with self.lock:
+                self.images.extend(images)
+        return problem
 
     def render(self, r, req):
         content = []
@@ -295,7 +312,34 @@ def _combine(msgs):
     return out
 
 
-def _check_anthropic_messages(msgs):
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _image(images, src, where):
+    """Check one image source as the APIs do ({"type": "base64", "media_type", "data"});
+    keep it, decoded, in ``images``; return the problem or None."""
+    import base64
+    import binascii
+
+    if not isinstance(src, dict) or src.get("type") not in ("base64", "url"):
+        return "%s: Input tag '%s' found using 'type' does not match any of the expected tags: 'base64', " \
+               "'url'" % (where, (src or {}).get("type") if isinstance(src, dict) else None)
+    if src.get("type") == "url":
+        return "%s.url: the fake cannot fetch URLs" % where
+    if src.get("media_type") not in _IMAGE_TYPES:
+        return "%s.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'" % where
+    try:
+        data = base64.b64decode(src.get("data") or "", validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        return "%s.data: The image data is not valid base64" % where
+    if not data:
+        return "%s.data: The image data is empty" % where
+    images.append((src["media_type"], data))
+    return None
+
+
+def _check_anthropic_messages(msgs, images=None):
+    images = [] if images is None else images
     if not isinstance(msgs, list) or not msgs:
         return 400, "messages: at least one message is required"
     msgs = _combine(msgs)
@@ -334,10 +378,14 @@ def _check_anthropic_messages(msgs):
                 if b.get("type") == "tool_use" and not isinstance(b.get("input"), dict):
                     return 400, "messages.%d: tool_use.input must be an object" % i
             open_ids = ids
-        for b in blocks:
+        for j, b in enumerate(blocks):
             if b.get("type") == "text" and not b.get("text"):
                 if not (role == "assistant" and i == len(msgs) - 1):
                     return 400, "messages.%d: text content blocks must be non-empty" % i
+            if b.get("type") == "image":
+                problem = _image(images, b.get("source"), "messages.%d.content.%d.image.source" % (i, j))
+                if problem:
+                    return 400, problem
     if open_ids:
         return 400, "messages: the last assistant message has tool_use blocks without results"
     return None
@@ -378,7 +426,46 @@ class FakeOpenAI(_FakeLLM):
             f = t.get("function") if isinstance(t, dict) else None
             if t.get("type") != "function" or not isinstance(f, dict) or "name" not in f:
                 return 400, "Invalid 'tools': each needs type 'function' and function.name."
-        return _check_openai_messages(b["messages"])
+        images = []
+        problem = _check_openai_messages(b["messages"], images)
+        if not problem and images and not self.vision:  # what OpenAI says for a text-only model
+            problem = 400, "Invalid content type. image_url is only supported by certain models."
+        if not problem:
+            with self.lock:
+                self.images.extend(images)
+        return problem
+
+    TRANSCRIBE = "/v1/audio/transcriptions"
+
+    def handle(self, req):
+        if req["path"] != self.TRANSCRIBE:
+            return super().handle(req)
+        auth = req["headers"].get("authorization", "")
+        if not auth.startswith("Bearer ") or self.api_key and auth[7:] != self.api_key:
+            return self._error_out(Reply.error(401, message="Incorrect API key provided."))
+        ctype = req["headers"].get("content-type", "")
+        if not ctype.startswith("multipart/form-data"):
+            return self._error_out(Reply.error(400, message="Invalid Content-Type header (%s), expected "
+                                                            "multipart/form-data." % ctype))
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + req["body"])
+        fields = {}
+        upload = None
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            if part.get_filename() is not None:
+                upload = (part.get_filename(), part.get_content_type(), part.get_payload(decode=True))
+            elif name:
+                fields[name] = part.get_payload(decode=True).decode()
+        if upload is None:
+            return self._error_out(Reply.error(400, message="Missing required parameter: 'file'."))
+        if not fields.get("model"):
+            return self._error_out(Reply.error(400, message="Missing required parameter: 'model'."))
+        with self.lock:
+            self.audio.append((fields["model"], upload[0], upload[1], upload[2]))
+        return Out(200, {"text": self.transcript, "usage": {"type": "duration", "seconds": 3}})
 
     def render(self, r, req):
         msg = {"role": "assistant", "content": r.text_ or None, "refusal": None}
@@ -405,12 +492,29 @@ class FakeOpenAI(_FakeLLM):
                           "code": r.code if r.code is not None else (kind if r.status == 429 else None)}}
 
 
-def _check_openai_messages(msgs):
+def _check_openai_messages(msgs, images=None):
+    images = [] if images is None else images
     if not isinstance(msgs, list) or not msgs:
         return 400, "Invalid 'messages': empty array."
     open_ids = []
     for i, m in enumerate(msgs):
         role = m.get("role")
+        parts = m.get("content") if isinstance(m.get("content"), list) else ()
+        for j, part in enumerate(parts):
+            t = part.get("type") if isinstance(part, dict) else None
+            if t == "image_url" and role == "user":
+                url = (part.get("image_url") or {}).get("url") or ""
+                head, _, data = url.partition(",")
+                if not head.startswith("data:") or not head.endswith(";base64"):
+                    return 400, ("Invalid 'messages[%d].content[%d].image_url.url': the fake takes data URLs only."
+                                 % (i, j))
+                problem = _image(images, {"type": "base64", "media_type": head[5:-7], "data": data},
+                                 "messages[%d].content[%d].image_url" % (i, j))
+                if problem:
+                    return 400, "Invalid image: " + problem
+            elif t != "text":
+                return 400, ("Invalid value: '%s'. Supported values are: 'text', 'image_url', 'input_audio', "
+                             "'refusal', 'audio', and 'file'." % t)
         if role not in ("system", "developer", "user", "assistant", "tool"):
             return 400, "Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'tool'." % role
         if role == "tool":

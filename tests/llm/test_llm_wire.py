@@ -326,3 +326,105 @@ def test_surrogate_escapes_are_detected_in_the_raw_reply():
                       (b'{"t":"\\u00e9 \\ud7ff"}', False), (b'{"t":"plain"}', False), (b'\\ud', False)):
         buf = bytearray(raw) + bytearray(8)
         assert common._utf16_escapes(buf, len(raw)) == want, raw
+
+
+def test_images_are_streamed_from_flash_as_blocks_before_the_text():
+    import binascii
+
+    root = support.fresh_flash()
+    data = bytes(range(256)) * 9 + b"xy"  # 2306 bytes: pieces of 768, padding only at the end
+    support.write(root + "/data/state/media_0", data)
+    msgs = [{"role": "user", "content": "[photo]\nwhat is it?", "images": [
+        {"path": "/data/state/media_0", "mime": "image/png", "size": len(data)}]}]
+    b64 = binascii.b2a_base64(data, newline=False).decode()
+    for proto in ("anthropic", "openai"):
+        p = common.Provider(proto, proto, "http://h/v1", "k", "m")
+        writes = []
+        wire.body(writes.append, p, "sys", msgs, None, 100)
+        again = []
+        wire.body(again.append, p, "sys", msgs, None, 100)  # http counts, then sends: the same bytes
+        data_out = b"".join([w.encode() if isinstance(w, str) else bytes(w) for w in writes])
+        assert data_out == b"".join([w.encode() if isinstance(w, str) else bytes(w) for w in again])
+        assert max([len(w) for w in writes]) < 1100  # no piece anywhere near the image's size
+        c = json.loads(data_out)["messages"][-1]["content"]
+        if proto == "anthropic":
+            assert c[0] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
+        else:
+            assert c[0] == {"type": "image_url", "image_url": {"url": "data:image/png;base64," + b64}}
+        assert c[1] == {"type": "text", "text": "[photo]\nwhat is it?"}
+    # after tool results (Anthropic): the image joins the results' user message
+    p = common.Provider("anthropic", "anthropic", "http://h", "k", "m")
+    hist = HISTORY[:4] + [dict(msgs[0])]
+    c = _body(p, "s", hist, None, 10)["messages"][-1]["content"]
+    assert [b["type"] for b in c] == ["tool_result", "tool_result", "image", "text"]
+def _joined(parts):
+    return b"".join(p.encode() if isinstance(p, str) else bytes(p) for p in parts)
+
+
+def test_body_into_a_buffer_is_the_streamed_body_or_none_when_it_does_not_fit():
+    # The request body is written into the reply buffer when it fits (encoded once), else
+    # streamed (http counts, then sends): both must give the same bytes, for either
+    # protocol, with and without a system prompt and tools.
+    for proto, name in (("anthropic", "anthropic"), ("openai", "openai"), ("openai", "ollama")):
+        p = common.Provider(proto, name, "http://h/v1", "k", "m")
+        for system, tools in ((memoryview(SYSTEM.encode()), [TOOL]), (None, None), ("", [TOOL])):
+            plain = []
+            wire.body(plain.append, p, system, HISTORY, tools, 99)
+            want = _joined(plain)
+            buf = bytearray(len(want) + 7)
+            n = wire.into(buf, p, system, HISTORY, tools, 99)
+            assert n == len(want) and bytes(buf[:n]) == want, (proto, name, tools)
+            assert ("tools" in json.loads(want)) == bool(tools)
+            assert wire.into(bytearray(len(want) - 1), p, system, HISTORY, tools, 99) is None
+
+
+def _tools(protocol, tools):
+    parts = []
+    wire.tools_json(parts.append, protocol, tools)
+    return json.loads(b"[" + _joined(parts) + b"]")
+
+
+def _as_api(protocol, t):
+    if protocol == "anthropic":
+        return {"name": t.name, "description": t.description, "input_schema": t.schema}
+    return {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}}
+
+
+def test_tools_are_copied_from_their_lines_in_either_form():
+    # Tools registered from tools.jsonl are written from their lines' bytes, the others
+    # encoded: either way each protocol gets its own form of every tool, in order.
+    support.fresh_flash()
+    registry.clear()
+    from mimi.tools import files, gpio
+
+    files.register_all()
+    gpio.register_all()
+    registry.register(registry.Tool("web_like", "An inline tool", TOOL.schema, lambda a, c: "", "net"))
+    t = registry.offered(())
+    assert len([x for x in t if x.cut]) == len(t) - 1 and t[-1].cut is None  # both kinds
+    for proto in ("anthropic", "openai"):
+        assert _tools(proto, t) == [_as_api(proto, x) for x in t]
+        assert _tools(proto, t[:1]) == [_as_api(proto, t[0])]
+    registry.clear()
+
+
+def test_a_line_in_another_order_is_encoded_instead():
+    root = support.fresh_flash()
+    registry.clear()
+    saved = registry.SPECS
+    registry.SPECS = root + "/tools.jsonl"
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    support.write(registry.SPECS, '{"name":"get_current_time","group":"time","description":"Now",'
+                                  '"input_schema":{"type":"object","properties":{"q":{"type":"string"}},'
+                                  '"required":["q"]}}\n')
+    try:
+        from mimi.tools import clock
+
+        clock.register_all()
+        t = registry.offered(())
+        assert t[0].cut is None and t[0].description == "Now"
+        for proto in ("anthropic", "openai"):
+            assert _tools(proto, t) == [_as_api(proto, t[0])]
+    finally:
+        registry.SPECS = saved
+        registry.clear()

@@ -114,6 +114,10 @@ class Agent:
         except llm.LLMError as e:
             log.warn(_TAG, "%s: %s", chat, e.user_message)
             reply = llm.pick(_MSG, "llm") % e.user_message
+            if msg.get("media") and e.status == 400 and "image" in e.user_message.lower():
+                from mimi import commands  # a model without vision refused the image: say so plainly
+
+                reply = commands.text("media_no_vision", self.provider().model)
         except MemoryError:
             seam.collect()
             log.error(_TAG, "%s: no mem", chat)
@@ -121,6 +125,10 @@ class Agent:
         except Exception as e:  # noqa: BLE001 - a turn must never kill the agent thread
             log.exc(_TAG, chat, e)
             reply = llm.pick(_MSG, "bug") % type(e).__name__
+        if msg.get("media"):
+            from mimi.agent import media
+
+            media.clean()  # the turn's photos and voice notes leave the flash
         if _unsaved[0] is not None:
             e = _unsaved[0]
             note = llm.pick(_MSG, "disk") % ("no space left" if e.args and e.args[0] == 28 else e)
@@ -135,6 +143,13 @@ class Agent:
     def _turn(self, msg, channel, chat):
         text = msg.get("text") or ""
         key = msg.get("session") or sessions.key_for(channel, chat)
+        images = None
+        if msg.get("media"):  # photos and voice notes: fetched, transcribed (mimi.agent.media)
+            from mimi.agent import media
+
+            text, images, note = media.prepare(msg, self.provider())
+            if note:
+                return note
         if not text.strip():
             return llm.pick(_MSG, "text")
         try:  # the hardware parts (mimi.hw), when installed
@@ -148,6 +163,8 @@ class Agent:
             return out
         messages = sessions.load(key)
         _add(key, messages, {"role": "user", "content": text})
+        if images:
+            messages[-1]["images"] = images  # for the requests only: saved above without them
         # hardware notes: a function of the room left in the context, which calls it
         self.context.build(msg, retrieval and (
             lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES))))

@@ -75,9 +75,11 @@ class Provider:
         buf = init()
         for attempt in range(_LLM_MAX_ATTEMPTS):
             h = None
+            args = self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS
+            n = wire.into(buf, *args)  # the body in the reply buffer, which the answer then overwrites
             try:
-                r = http.request("POST", self.url, self.headers, lambda w: wire.body(
-                    w, self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), config.LLM_TIMEOUT_MS, buf,
+                r = http.request("POST", self.url, self.headers, memoryview(buf)[:n] if n is not None else (
+                    lambda w: wire.body(w, *args)), config.LLM_TIMEOUT_MS, buf,
                     deadline_ms=_LLM_DEADLINE_MS)
             except OSError as e:
                 s = str(e)

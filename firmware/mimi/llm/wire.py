@@ -24,6 +24,10 @@ know only ``max_tokens``. Replies: ``content`` (a string, or a list of content p
 else (reasoning models behind some servers). finish_reason: stop ->
 end, tool_calls -> tool_use, length -> max_tokens, content_filter -> refusal.
 
+Images (a user message's ``images``: files on flash, ``[{"path", "mime"}]``) make that
+message's content a list of blocks, the images first, each streamed as base64
+(``user_blocks``); the history on flash never holds them.
+
 Both: ``<think>...</think>`` is stripped so thinking never reaches the chat; tool-call
 arguments that are not a JSON object become a call with ``"error"``, which the agent
 answers with an error result the model reads.
@@ -34,6 +38,7 @@ from micropython import const
 
 from mimi import seam
 from mimi.llm import LLMError
+from mimi.tools import registry
 
 _SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
 # stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
@@ -47,28 +52,113 @@ _STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens l
 
 def body(w, p, system, messages, tools, max_tokens):
     """Write the request body for provider ``p`` through ``w``, one message at a time
-    (``http`` calls this twice: count, then send)."""
+    (``into`` writes it into a buffer; ``http`` calls a streaming writer twice: count, then
+    send)."""
+    a = head(w, p, tools, max_tokens)
+    messages_json(w, a, messages, system_json(w, p, system))
+
+
+class _Full(Exception):
+    pass
+
+
+def into(buf, p, system, messages, tools, max_tokens):
+    """Write the request body into ``buf`` (bytearray) and return its length in bytes, or
+    None when it does not fit (then stream it with ``body``, which encodes it twice).
+
+    The buffer is the shared reply buffer (``mimi.llm.init``): free while a request is
+    written, and overwritten by the answer once the request is sent. So the body is
+    encoded once, sent in a few large writes, and holds no heap of its own. Issue 17: the
+    request body, encoded twice and written in small pieces, was half of a turn's CPU."""
+    at = [0]
+    cap = len(buf)
+
+    def w(x):
+        b = seam.as_bytes(x)
+        i = at[0]
+        k = i + len(b)
+        if k > cap:
+            raise _Full()
+        buf[i:k] = b
+        at[0] = k
+
+    try:
+        body(w, p, system, messages, tools, max_tokens)
+    except _Full:
+        return None
+    return at[0]
+
+
+def tools_json(w, protocol, tools):
+    """Write the items of a request's ``tools`` array for ``tools`` (``registry.Tool``
+    list) in ``protocol``'s form, comma-separated.
+
+    A tool registered from ``tools.jsonl`` has its line's own bytes copied: the part
+    before ``"group"`` is Anthropic's object as it is, and OpenAI's is that part with
+    ``input_schema`` named ``parameters``, inside ``{"type":"function","function":...}``.
+    Nothing is parsed or encoded, and nothing is kept between requests (issue 17: the
+    tools, read, parsed and encoded again for each request, were a third of its CPU).
+    Other tools are encoded as JSON."""
+    a = protocol == "anthropic"
+    f = None
+    sep = ""
+    try:
+        for t in tools:
+            w(sep)
+            sep = ","
+            cut = t.cut
+            if cut is None:
+                w(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
+                             {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                               "parameters": t.schema}}))
+                continue
+            if f is None:
+                f = open(registry.SPECS, "rb")
+            f.seek(t.at[0])
+            line = memoryview(f.read(t.at[1]))
+            if a:
+                w(line[:cut[1]])
+                w("}")
+            else:
+                w('{"type":"function","function":')
+                w(line[:cut[0]])
+                w(',"parameters":')
+                w(line[cut[0] + 16:cut[1]])  # after ,"input_schema":
+                w("}}")
+    finally:
+        if f is not None:
+            f.close()
+
+
+def head(w, p, tools, max_tokens):
+    """Write the body's start (model, max tokens, tools); True for Anthropic's form."""
     a = p.protocol == "anthropic"
     w('{"model":%s,"%s":%d' % (json.dumps(p.model), "max_completion_tokens" if p.name == "openai" else "max_tokens",
                                max_tokens))
-    sep = ',"tools":['
-    for t in tools or ():
-        w(sep)
-        w(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
-                     {"type": "function", "function": {"name": t.name, "description": t.description,
-                                                       "parameters": t.schema}}))
-        sep = ","
     if tools:
+        w(',"tools":[')
+        tools_json(w, p.protocol, tools)
         w("]")
-    sep = ""
+    return a
+
+
+def system_json(w, p, system):
+    """Write the system prompt (Anthropic's ``system`` field, or OpenAI's first message)
+    and open the ``messages`` array; returns the separator the next message needs."""
+    a = p.protocol == "anthropic"
     if system is not None and len(system):
         w(',"system":' if a else ',"messages":[{"role":"system","content":')
         json_text(w, system)
         if not a:
             w("}")
-            sep = ","
-    if not sep:
-        w(',"messages":[')
+            return ","
+    w(',"messages":[')
+    return ""
+
+
+def messages_json(w, a, messages, sep):
+    """Write the messages (internal form) in Anthropic's form (``a``) or OpenAI's, and close
+    the body; ``sep``: what ``system_json`` returned."""
     results = False  # Anthropic: inside a user message of tool_result blocks
     for m in messages:
         role = m.get("role")
@@ -99,9 +189,15 @@ def body(w, p, system, messages, tools, max_tokens):
         elif role == "user":
             if results:  # join the results' user message
                 w(",")
-                w(json.dumps({"type": "text", "text": text or "(empty)"}))
+                user_blocks(w, m, a)
                 w("]}")
                 results = False
+                continue
+            if m.get("images"):  # content blocks, not a string
+                w(sep + '{"role":"user","content":[')
+                user_blocks(w, m, a)
+                w("]}")
+                sep = ","
                 continue
             d = {"role": role, "content": text or "(empty)" if a else text}
         else:
@@ -111,6 +207,42 @@ def body(w, p, system, messages, tools, max_tokens):
         w(json.dumps(d))
         sep = ","
     w("]}]}" if results else "]}")
+
+
+def user_blocks(w, m, a):
+    """Write user message ``m``'s content blocks (no brackets; ``a``: Anthropic): its
+    ``images`` (``{"path", "mime"}``, files on flash), then its text. An image block is
+    Anthropic's ``{"type": "image", "source": {"type": "base64", "media_type", "data"}}``
+    (https://docs.anthropic.com/en/docs/build-with-claude/vision) or OpenAI's ``{"type":
+    "image_url", "image_url": {"url": "data:<mime>;base64,..."}}``
+    (https://platform.openai.com/docs/guides/images-vision); the file is read 768 bytes at
+    a time and each piece encoded as it goes (1 KB of base64): never whole in RAM. Raises
+    ``OSError`` when a file is gone."""
+    import binascii
+
+    from mimi.storage import fs
+
+    for img in m.get("images") or ():
+        w('{"type":"image","source":{"type":"base64","media_type":"%s","data":"' % img["mime"] if a else
+          '{"type":"image_url","image_url":{"url":"data:%s;base64,' % img["mime"])
+        f, _ = fs.open_read(img["path"])
+        try:
+            buf = bytearray(768)  # a multiple of 3: no padding until the end
+            mv = memoryview(buf)
+            while True:
+                n = 0
+                while n < len(buf):  # whole pieces: padding only at the very end
+                    k = f.readinto(mv[n:])
+                    if not k:
+                        break
+                    n += k
+                if not n:
+                    break
+                w(binascii.b2a_base64(mv[:n], newline=False))
+        finally:
+            f.close()
+        w('"}},')
+    w(json.dumps({"type": "text", "text": m.get("content") or "(empty)"}))
 
 
 def parse(d, protocol, name, esc=True):

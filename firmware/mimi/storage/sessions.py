@@ -17,6 +17,10 @@ stays on flash for the model to ``read_file`` later; a request carries only the 
   (``n`` grows; at most ``SESSION_ARCHIVES_MAX`` kept) and the fresh file starts with
   the last messages, so the conversation carries on. ``clear`` archives without carry.
 - Cron and heartbeat chats have their own keys (``cron_<id>``, ``hb_<id>``).
+- The window of the chat loaded last is kept in RAM between its turns and grows with its
+  appends, so the next ``load`` of that chat reads nothing from flash (each message is
+  still written to flash as it happens). The messages ``load`` returns are that window's:
+  callers must not change them (the agent adds its own new messages only).
 """
 import json
 
@@ -35,10 +39,22 @@ _SUFFIX = const(".jsonl")
 _KEY_MAX = const(40)
 
 _lock = seam.allocate_lock()
+_tail = [None, 0]  # the file this module appended to last, and its size then (ends with a newline)
+# The window of the chat loaded last, kept between its turns (issue 17: reloading and
+# parsing it from flash every turn was a tenth of a turn's CPU): its file, the size of it
+# file that the window reflects, and [(message, line bytes)] oldest first, at most the
+# 2 * _AGENT_HISTORY_MSGS that a load can reach. ``append`` adds to it; any other change
+# of the file (rotation, clear, an edit by hand: the size no longer matches) drops it.
+_win = [None, 0, []]
 report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0}  # the last load
 
 
 def _safe(text):
+    for c in seam.as_bytes(text):  # bytes, not characters: see fs.check
+        if not (97 <= c <= 122 or 65 <= c <= 90 or 48 <= c <= 57 or c == 45 or c == 95):
+            break
+    else:
+        return text  # already safe: every session path comes here
     out = []
     for ch in text:
         out.append(ch if ("a" <= ch <= "z" or "A" <= ch <= "Z" or "0" <= ch <= "9" or ch in "-_") else "_")
@@ -51,7 +67,10 @@ def key_for(channel, chat_id):
     Cron and heartbeat get ``cron_`` / ``hb_`` keys apart from people's chats. Characters
     outside ``[A-Za-z0-9_-]`` become ``_``.
     """
-    # telegram and heartbeat are shortened; others (cli, cron) keep their name
+    # telegram and heartbeat are shortened; others (cli, cron) keep their name; a Feishu
+    # chat id names its channel already ("fs_ou_...": the key is the id)
+    if channel == "feishu":
+        return _safe(str(chat_id))[:_KEY_MAX]
     prefix = "tg" if channel == "telegram" else "hb" if channel == "heartbeat" else _safe(str(channel))[:8]
     return (prefix + "_" + _safe(str(chat_id)))[:_KEY_MAX]
 
@@ -100,7 +119,7 @@ def append(key, msg):
         if size and size + len(line) > config.SESSION_ROTATE_BYTES:
             _rotate(key, _SESSION_CARRY_MSGS)
             size = fs.size(p)
-        if size:
+        if size and not (_tail[0] == p and _tail[1] == size):  # not as our last append left it
             f, _ = fs.open_read(p)
             try:
                 f.seek(size - 1)
@@ -108,7 +127,20 @@ def append(key, msg):
                     line = "\n" + line
             finally:
                 f.close()
+        _tail[0] = None  # unknown until the write is done
+        w = _win
+        rp = seam.real_path(p)  # the file itself: tests point the firmware at other flash folders
+        keep = w[0] == rp and w[1] == (size or 0) and line[0] != "\n"
+        w[0] = None  # unknown until the write is done
         fs.append(p, line)
+        _tail[0], _tail[1] = p, fs.size(p)  # a stat: cheaper than reading the last byte back next time
+        ln = len(seam.as_bytes(line)) - 1  # the line's bytes without its newline, as load counts them
+        if keep and ln <= config.SESSION_LINE_MAX_BYTES:  # else load shows a stand-in: read it from flash
+            got = w[2]
+            got.append((m, ln))  # the stored copy (JSON's own types: what load would parse back)
+            if len(got) > 2 * _AGENT_HISTORY_MSGS:
+                del got[0]
+            w[0], w[1] = rp, _tail[1]
 
 
 def clear(key):
@@ -123,6 +155,7 @@ def delete(key):
     number of files removed."""
     n = 0
     with _lock:
+        _win[0] = None
         try:
             fs.remove(path_for(key))
             n += 1
@@ -153,6 +186,7 @@ def _rotate(key, carry):
     """Move the session file to the next archive number; the fresh file starts with the
     last ``carry`` complete lines (within ``_SESSION_WINDOW_MAX_BYTES``), byte for byte.
     Prunes archives past ``SESSION_ARCHIVES_MAX``. Returns the archive's path or None."""
+    _win[0] = None
     p = path_for(key)
     size = fs.size(p)
     if not size:
@@ -236,16 +270,27 @@ def load(key, n=None, budget=None):
     is repaired (``repair``). Skipped and mended lines are counted in the module's
     ``report``. Returns [] for a new session.
     """
+    usual = n in (None, _AGENT_HISTORY_MSGS) and budget in (None, _SESSION_WINDOW_MAX_BYTES)
     n = n or _AGENT_HISTORY_MSGS
     budget = budget or _SESSION_WINDOW_MAX_BYTES
     for k in report:
         report[k] = 0
     p = path_for(key)
+    rp = seam.real_path(p)  # the file itself: tests point the firmware at other flash folders
+    if usual:
+        with _lock:
+            w = _win
+            if w[0] == rp and w[1] == (fs.size(p) or 0):
+                return _window(w[2], n, budget)
     try:
         f, size = fs.open_read(p)
     except fs.NotFound:
+        if usual:
+            with _lock:
+                _win[0], _win[1], _win[2] = rp, 0, []
         return []
     got = []
+    lens = []
     used = 0
     try:
         for s, e in _spans(f, size):
@@ -279,6 +324,7 @@ def load(key, n=None, budget=None):
                 break
             used += ln
             got.append(m)
+            lens.append(ln)
             # n reached: go on back (to 2n) until the window starts at a user message,
             # so a turn with many tool rounds keeps its question.
             if len(got) >= n and (m.get("role") == "user" or len(got) >= 2 * n):
@@ -286,12 +332,44 @@ def load(key, n=None, budget=None):
     finally:
         f.close()
     got.reverse()
+    if usual and not (report["torn"] or report["malformed"]):  # kept for this chat's next turns
+        lens.reverse()
+        with _lock:
+            if fs.size(p) == size:
+                _win[0], _win[1], _win[2] = rp, size, [(got[j], lens[j]) for j in range(len(got))]
+    lens = None
+    return _finish(key, got)
+
+
+def _window(entries, n, budget):
+    """``load``'s window from the kept ``[(message, line bytes)]``, as it would read them
+    back from flash: newest first until ``n`` (then on to a question, at most ``2 n``) or
+    the ``budget``."""
+    got = []
+    used = 0
+    j = len(entries)
+    while j > 0:
+        m, ln = entries[j - 1]
+        if got and used + ln > budget:
+            break
+        used += ln
+        got.append(m)
+        j -= 1
+        if len(got) >= n and (m.get("role") == "user" or len(got) >= 2 * n):
+            break
+    del entries[:j]  # older ones: no later load reaches them (appends only move the start on)
+    got.reverse()
+    return _finish(None, got)
+
+
+def _finish(key, got):
+    """The window from ``got`` (oldest first): from its first question on, repaired."""
     i = 0  # the window starts at a question: what comes before it (a rotation's carry) is no damage
     while i < len(got) and got[i].get("role") != "user":
         i += 1
     out, fixes = repair(got[i:])
     report["repaired"] = fixes
-    if report["torn"] or report["malformed"] or report["oversize"] or fixes:
+    if key is not None and (report["torn"] or report["malformed"] or report["oversize"] or fixes):
         log.warn(_TAG, "%s: skipped %d torn, %d malformed, %d oversize line(s); %d repair(s)",
                  key, report["torn"], report["malformed"], report["oversize"], fixes)
     return out
