@@ -99,9 +99,17 @@ class Provider:
                         d = seam.loads_view(memoryview(buf)[:n])
                     except ValueError:
                         d = None
-                    if d is not None:
-                        return wire.parse(d, self.protocol, name, _utf16_escapes(buf, n))
-                    err = LLMError(pick(_MSG, "json") % name, 200, True)
+                    if d is None:
+                        err = LLMError(pick(_MSG, "json") % name, 200, True)
+                    else:
+                        try:
+                            return wire.parse(d, self.protocol, name, _utf16_escapes(buf, n),
+                                              [t.name for t in tools] if tools else None)
+                        except LLMError as e:  # an error object in a 200 (OpenRouter): retried by its code
+                            if e.status == 200 or not e.retryable:
+                                raise
+                            err = e
+                        d = None
                 else:
                     err = _status_error(r, name)
                     if not err.retryable:
@@ -153,10 +161,18 @@ def _status_error(r, name):
     what = "%s (%d)" % (what.replace("%s", name), status)
     if status == 404:
         what += ": check the model and base URL"
-    elif status == 400 and isinstance(msg, str) and msg:
+    elif status in (400, 413) and isinstance(msg, str) and msg:
         what += ": " + wire.repair_utf16(msg[:_ERR_MSG_MAX])  # shown to the user: valid UTF-8
-    return LLMError(what, status, hint == "true" if hint in ("true", "false") else
-                    (status in (408, 409, 429) or status >= 500) and not quota)
+    err = LLMError(what, status, hint == "true" if hint in ("true", "false") else
+                   (status in (408, 409, 429) or status >= 500) and not quota)
+    # A request over the model's context window, by the words each server uses: OpenAI and
+    # DeepSeek code context_length_exceeded ("maximum context length"), Anthropic "prompt is
+    # too long" / "context limit", llama.cpp exceed_context_size_error, vLLM and others.
+    m = msg.lower() if status == 400 and isinstance(msg, str) else ""
+    err.too_long = status == 413 or "context_length_exceeded" in (kind, code) or kind == "exceed_context_size_error" \
+        or "too long" in m or "context" in m and ("length" in m or "window" in m or "limit" in m or "size" in m) \
+        or "too many tokens" in m
+    return err
 
 
 def _utf16_escapes(buf, n):

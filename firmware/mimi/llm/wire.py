@@ -31,6 +31,21 @@ message's content a list of blocks, the images first, each streamed as base64
 Both: ``<think>...</think>`` is stripped so thinking never reaches the chat; tool-call
 arguments that are not a JSON object become a call with ``"error"``, which the agent
 answers with an error result the model reads.
+
+What real servers also send (issue 13):
+- OpenAI's ``message.refusal`` (a string when the model refused): stop ``refusal``, its
+  text the reply's.
+- A 200 that carries an error object instead of an answer (OpenRouter: ``{"error": {"code",
+  "message", "metadata"}}``, or the same on a choice whose ``finish_reason`` is "error";
+  https://openrouter.ai/docs/api-reference/errors): an ``LLMError`` with that message,
+  capped; retried when its code is 408, 429 or 5xx.
+- DeepSeek's thinking mode: an answer's ``reasoning_content`` comes back as the reply's
+  ``reasoning_content`` (also when empty) and goes out again on an assistant message that
+  holds one: its API answers 400 when an assistant message of a turn with tool calls
+  lacks it (https://api-docs.deepseek.com/guides/thinking_mode).
+- Tool calls written in the text by local models (``mimi.llm.textcalls``): when a reply
+  has no native calls, offered tools are given, and the text holds such markup, the calls
+  are read from it and the markup is removed.
 """
 import json
 
@@ -41,6 +56,7 @@ from mimi.llm import LLMError
 from mimi.tools import registry
 
 _SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
+_ERR_MSG_MAX = const(160)  # characters of a server's own error message shown to the user
 # stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
 # the usage fields that count as input (Anthropic's cached ones included) and as output
 _IN = const(" input_tokens cache_read_input_tokens cache_creation_input_tokens prompt_tokens ")
@@ -175,6 +191,8 @@ def messages_json(w, a, messages, sep):
             d = {"role": role, "content": tc if a else text or None}
             if tc and not a:
                 d["tool_calls"] = tc
+            if not a and "reasoning_content" in m:  # DeepSeek's thinking mode (module doc)
+                d["reasoning_content"] = m["reasoning_content"] or ""
         elif role == "tool":
             if a:
                 d = {"type": "tool_result", "tool_use_id": m.get("tool_call_id", ""), "content": text or "(empty)"}
@@ -245,12 +263,18 @@ def user_blocks(w, m, a):
     w(json.dumps({"type": "text", "text": m.get("content") or "(empty)"}))
 
 
-def parse(d, protocol, name, esc=True):
-    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage).
+def parse(d, protocol, name, esc=True, tools=None):
+    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage; and
+    ``reasoning_content`` when the server sent that field).
 
     ``esc``: the raw reply held UTF-16 surrogate escapes (see ``repair_utf16``).
-    Raises ``LLMError`` (worth a retry) when the reply has no content or a text of the
-    wrong type."""
+    ``tools``: the names of the offered tools, for calls written in the text (module doc).
+    Raises ``LLMError``: the server's own error in a 200 (retryable by its code), or a
+    reply with no content or a text of the wrong type (worth a retry)."""
+    err = _body_error(d, name)
+    if err:
+        raise err
+    reasoning = None
     try:
         n_in = n_out = 0  # tokens
         u = d.get("usage")
@@ -284,14 +308,32 @@ def parse(d, protocol, name, esc=True):
             t = d.get("content") or ""
             if isinstance(t, list):  # content parts (some compatible servers): their text, joined
                 t = "".join([b["text"] for b in t if b.get("type") == "text"])
+            r = d.get("refusal")
+            if r and isinstance(r, str):  # OpenAI: the model refused; its words are the reply
+                t = t or r
+                s = "refusal"
             texts = [t]
-            alt = d.get("reasoning_content") or d.get("reasoning")  # used when there is nothing else
-        for t in texts + [alt or ""]:
+            reasoning = d.get("reasoning_content")
+            alt = reasoning or d.get("reasoning")  # used when there is nothing else
+        for t in texts + [alt or "", reasoning or ""]:
             if not isinstance(t, str):
                 raise TypeError
     except (AttributeError, IndexError, KeyError, TypeError):
         raise LLMError("%s sent a reply without content" % name, 200, True)
-    for c in calls:
+    text = ""
+    for t in (texts[0] if len(texts) == 1 else "".join(texts), alt):  # no copy of a long single text
+        if t:
+            text = strip_think(repair_utf16(t) if esc else t)
+        if text or calls:
+            break
+    if tools and not calls and protocol != "anthropic" and text:
+        from mimi.llm import textcalls
+
+        if textcalls.has_markup(text):
+            text, calls = textcalls.extract(text, tools)
+            if calls:
+                s = "tool_use"
+    for c in calls:  # arguments as an object: a JSON string is parsed; what is not an object leaves an error
         a = c["input"]
         if not isinstance(a, dict):
             c["input"] = {}
@@ -307,16 +349,40 @@ def parse(d, protocol, name, esc=True):
                     c["error"] = "arguments must be a JSON object"
         if esc:  # an emoji in an argument (a message to send, a line to write) stays one character
             repair_utf16(c["input"])
-    text = ""
-    for t in (texts[0] if len(texts) == 1 else "".join(texts), alt):  # no copy of a long single text
-        if t:
-            text = strip_think(repair_utf16(t) if esc else t)
-        if text or calls:
-            break
     texts = d = t = None
     i = _STOP.find(" %s=" % s)
-    return {"text": text, "tool_calls": calls, "usage": (n_in, n_out),
-            "stop": _STOP[_STOP.find("=", i) + 1:_STOP.find(" ", i + 1)] if i >= 0 else "tool_use" if calls else "end"}
+    out = {"text": text, "tool_calls": calls, "usage": (n_in, n_out),
+           "stop": _STOP[_STOP.find("=", i) + 1:_STOP.find(" ", i + 1)] if i >= 0 else "tool_use" if calls else "end"}
+    if reasoning is not None:
+        out["reasoning_content"] = repair_utf16(reasoning) if esc else reasoning
+    return out
+
+
+def _body_error(d, name):
+    """The ``LLMError`` for a 200 whose body is an error object (OpenRouter, on the body or
+    on its choice; see the module doc), or None. The message is capped (``_ERR_MSG_MAX``)
+    and made valid UTF-8; retryable when the error's code is 408, 429 or 5xx."""
+    if not isinstance(d, dict):
+        return None
+    e = d.get("error")
+    if e is None:
+        c = d.get("choices")
+        e = c[0].get("error") if isinstance(c, list) and c and isinstance(c[0], dict) else None
+        if e is None:
+            return None
+    elif d.get("choices") or d.get("content"):
+        return None  # an answer after all (a server that adds a null-ish error field)
+    code = None
+    msg = e
+    if isinstance(e, dict):
+        code, msg = e.get("code"), e.get("message")
+    msg = repair_utf16(msg[:_ERR_MSG_MAX]) if isinstance(msg, str) and msg else "no message"
+    try:
+        code = int(code)
+    except (TypeError, ValueError):
+        code = None
+    return LLMError("%s reported an error%s: %s" % (name, " (%d)" % code if code else "", msg), code or 200,
+                    code in (408, 429) or (code or 0) >= 500)
 
 
 def json_text(write, data):

@@ -17,6 +17,12 @@ stays on flash for the model to ``read_file`` later; a request carries only the 
   (``n`` grows; at most ``SESSION_ARCHIVES_MAX`` kept) and the fresh file starts with
   the last messages, so the conversation carries on. ``clear`` archives without carry.
 - Cron and heartbeat chats have their own keys (``cron_<id>``, ``hb_<id>``).
+- A turn the model refused is kept out of later windows (the agent appends a marker line
+  ``{"role": "forget"}`` after it; ``load`` skips the turn before a marker, its question
+  included): the providers say to remove the refused turn, or every later turn is refused
+  too (Anthropic, "Streaming refusals"). The file still holds it.
+- A chat's summary (``mimi.agent.compact``) lives beside its file,
+  ``/data/sessions/<key>.summary.json``; ``clear`` and ``delete`` remove it.
 - The window of the chat loaded last is kept in RAM between its turns and grows with its
   appends, so the next ``load`` of that chat reads nothing from flash (each message is
   still written to flash as it happens). The messages ``load`` returns are that window's:
@@ -45,8 +51,10 @@ _tail = [None, 0]  # the file this module appended to last, and its size then (e
 # file that the window reflects, and [(message, line bytes)] oldest first, at most the
 # 2 * _AGENT_HISTORY_MSGS that a load can reach. ``append`` adds to it; any other change
 # of the file (rotation, clear, an edit by hand: the size no longer matches) drops it.
-_win = [None, 0, []]
-report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0}  # the last load
+_win = [None, 0, []]  # the entries are (message, line bytes, line's byte offset in the file)
+report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0, "start": 0}  # the last load; start: its
+# first message's byte offset in the file (0 for none)
+_FORGET = const("forget")  # the role of the marker line after a refused turn
 
 
 def _safe(text):
@@ -80,6 +88,24 @@ def path_for(key):
     if not key or len(key) > _KEY_MAX or _safe(key) != key:
         raise ValueError("bad session key: %r" % (key,))
     return config.SESSIONS_DIR + "/" + key + _SUFFIX
+
+
+def summary_path(key):
+    """``/data/sessions/<key>.summary.json``: the chat's summary (``mimi.agent.compact``)."""
+    return path_for(key)[:-len(_SUFFIX)] + ".summary.json"
+
+
+def summary(key):
+    """Chat ``key``'s summary as ``mimi.agent.compact`` writes it: ``{"text", "upto",
+    "gen"}`` (the text given to each turn, the byte offset it covers up to, the file's
+    generation then); ``{"text": ""}`` when there is none or it is damaged."""
+    try:
+        d = json.loads(fs.read(summary_path(key), 3072)[0])
+        if isinstance(d, dict) and isinstance(d.get("text"), str):
+            return d
+    except (OSError, ValueError):  # none yet, or damaged: none
+        pass
+    return {"text": ""}
 
 
 def keys():
@@ -137,7 +163,7 @@ def append(key, msg):
         ln = len(seam.as_bytes(line)) - 1  # the line's bytes without its newline, as load counts them
         if keep and ln <= config.SESSION_LINE_MAX_BYTES:  # else load shows a stand-in: read it from flash
             got = w[2]
-            got.append((m, ln))  # the stored copy (JSON's own types: what load would parse back)
+            got.append((m, ln, size or 0))  # the stored copy (JSON's own types: what load would parse back)
             if len(got) > 2 * _AGENT_HISTORY_MSGS:
                 del got[0]
             w[0], w[1] = rp, _tail[1]
@@ -147,6 +173,10 @@ def clear(key):
     """Start the session afresh: the file moves to the archive (still readable). Returns
     the archive's path, or None when there was nothing to keep."""
     with _lock:
+        try:
+            fs.remove(summary_path(key))
+        except fs.NotFound:
+            pass
         return _rotate(key, 0)
 
 
@@ -156,11 +186,12 @@ def delete(key):
     n = 0
     with _lock:
         _win[0] = None
-        try:
-            fs.remove(path_for(key))
-            n += 1
-        except fs.NotFound:
-            pass
+        for p in (summary_path(key), path_for(key)):
+            try:
+                fs.remove(p)
+                n += p[-6:] == _SUFFIX
+            except fs.NotFound:
+                pass
         for num in _archive_nums(key):
             fs.remove("%s/%s.%d.jsonl" % (config.SESSION_ARCHIVE_DIR, key, num))
             n += 1
@@ -268,7 +299,9 @@ def load(key, n=None, budget=None):
     line over ``SESSION_LINE_MAX_BYTES`` becomes a short message saying where it is (a
     tool result is left out: its call cannot be matched without parsing it). The result
     is repaired (``repair``). Skipped and mended lines are counted in the module's
-    ``report``. Returns [] for a new session.
+    ``report``, and ``report["start"]`` is the byte offset of the window's first message.
+    A turn followed by a forget marker is skipped (it does not count in ``n``).
+    Returns [] for a new session.
     """
     usual = n in (None, _AGENT_HISTORY_MSGS) and budget in (None, _SESSION_WINDOW_MAX_BYTES)
     n = n or _AGENT_HISTORY_MSGS
@@ -291,7 +324,9 @@ def load(key, n=None, budget=None):
         return []
     got = []
     lens = []
+    offs = []  # each message's byte offset, as got
     used = 0
+    skip = False  # inside a turn before a forget marker (reading backwards)
     try:
         for s, e in _spans(f, size):
             ln = e - s
@@ -320,11 +355,18 @@ def load(key, n=None, budget=None):
                 if not isinstance(m, dict):
                     report["torn" if e == size else "malformed"] += 1  # only the last line can end at size
                     continue
+            if m.get("role") == _FORGET:
+                skip = True
+                continue
+            if skip:  # the refused turn, back to its question
+                skip = m.get("role") != "user"
+                continue
             if got and used + ln > budget:
                 break
             used += ln
             got.append(m)
             lens.append(ln)
+            offs.append(s)
             # n reached: go on back (to 2n) until the window starts at a user message,
             # so a turn with many tool rounds keeps its question.
             if len(got) >= n and (m.get("role") == "user" or len(got) >= 2 * n):
@@ -332,13 +374,14 @@ def load(key, n=None, budget=None):
     finally:
         f.close()
     got.reverse()
-    if usual and not (report["torn"] or report["malformed"]):  # kept for this chat's next turns
+    offs.reverse()
+    if usual and not (report["torn"] or report["malformed"] or skip):  # kept for this chat's next turns
         lens.reverse()
         with _lock:
             if fs.size(p) == size:
-                _win[0], _win[1], _win[2] = rp, size, [(got[j], lens[j]) for j in range(len(got))]
+                _win[0], _win[1], _win[2] = rp, size, [(got[j], lens[j], offs[j]) for j in range(len(got))]
     lens = None
-    return _finish(key, got)
+    return _finish(key, got, offs)
 
 
 def _window(entries, n, budget):
@@ -346,27 +389,40 @@ def _window(entries, n, budget):
     back from flash: newest first until ``n`` (then on to a question, at most ``2 n``) or
     the ``budget``."""
     got = []
+    offs = []
     used = 0
+    skip = False  # inside a turn before a forget marker, as load
     j = len(entries)
     while j > 0:
-        m, ln = entries[j - 1]
+        m, ln, at = entries[j - 1]
+        j -= 1
+        if m.get("role") == _FORGET:
+            skip = True
+            continue
+        if skip:
+            skip = m.get("role") != "user"
+            continue
         if got and used + ln > budget:
+            j += 1
             break
         used += ln
         got.append(m)
-        j -= 1
+        offs.append(at)
         if len(got) >= n and (m.get("role") == "user" or len(got) >= 2 * n):
             break
     del entries[:j]  # older ones: no later load reaches them (appends only move the start on)
     got.reverse()
-    return _finish(None, got)
+    offs.reverse()
+    return _finish(None, got, offs)
 
 
-def _finish(key, got):
-    """The window from ``got`` (oldest first): from its first question on, repaired."""
+def _finish(key, got, offs):
+    """The window from ``got`` (oldest first; ``offs``: their byte offsets): from its first
+    question on, repaired."""
     i = 0  # the window starts at a question: what comes before it (a rotation's carry) is no damage
     while i < len(got) and got[i].get("role") != "user":
         i += 1
+    report["start"] = offs[i] if i < len(got) else 0
     out, fixes = repair(got[i:])
     report["repaired"] = fixes
     if key is not None and (report["torn"] or report["malformed"] or report["oversize"] or fixes):
