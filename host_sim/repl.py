@@ -26,7 +26,7 @@ BANNER = ("Console: Python on the board, as its REPL (the assistant keeps runnin
 ACK_WAIT_S = 330  # cli.ask waits up to 300 s for its answer
 # The console commands that take a secret (texts.md "## cli"): piped lines are shown with
 # their arguments hidden, so a transcript never holds a password or a key.
-_SECRET_CALL = re.compile(r"\b(set_wifi|set_api_key|set_tg_token|set_search_key|set_feishu|config\.set)\s*\(.*", re.S)
+_SECRET_CALL = re.compile(r"\b(set_wifi|set_api_key|set_tg_token|set_search_key|set_feishu|set_proxy|config\.set)\s*\(.*", re.S)
 
 
 def shown(line):

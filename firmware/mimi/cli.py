@@ -118,6 +118,12 @@ def _do(name, x, a):
             from mimi import clock
 
             clock.set_tz(x)
+        elif verb in ("proxy", "no_proxy"):
+            from mimi.net import tunnel
+
+            if verb == "proxy":
+                x = "" if tunnel.parse(x) is None else x  # ValueError when malformed
+            config.set(verb, x)
         else:  # tg_token, search_key
             head, _, tail = x.partition(":")
             if verb == "tg_token" and (not head.isdigit() or len(tail) < 5 or " " in x):

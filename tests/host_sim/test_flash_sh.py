@@ -286,6 +286,7 @@ def test_config_code_sets_the_key_of_the_provider_stored_on_the_board(tmp_path):
                                       (["flash", "/nonexistent.bin"], "no such file"),
                                       (["flash", "--romfs-kb", "64", "fw.bin"], "unknown option --romfs-kb"),
                                       (["config", "tz=Mars"], "tz: expected"),
+                                      (["config", "proxy=10.0.0.2:3128"], "proxy: expected a proxy such as"),
                                       (["config", "colour=blue"], "unknown setting"),
                                       (["config", "provider=custom"], "needs base_url="),
                                       (["config", "provider=ollama"], ":11434/v1"),

@@ -226,6 +226,24 @@ def test_control_characters_in_settings_are_refused():
     assert config.get("model") == "gpt-4o"
 
 
+def test_proxy_settings_are_checked_and_the_password_never_shown():
+    _capture()
+    cli.execute("set_proxy socks5://ann:Fake-pw-42@10.0.0.2:1080")
+    assert config.get("proxy") == "socks5://ann:Fake-pw-42@10.0.0.2:1080"
+    assert "socks5://ann:****@10.0.0.2:1080" in _text() and "Fake-pw" not in _text()
+    del _lines[:]
+    cli.execute("set_proxy 10.0.0.2:3128")  # no scheme: refused, the old one kept
+    assert _text().startswith("error: proxy is not http://") and config.get("proxy").startswith("socks5://")
+    del _lines[:]
+    cli.execute("config_show")
+    assert "socks5://ann:****@10.0.0.2:1080" in _text() and "Fake-pw" not in _text()
+    assert "no_proxy         local" in _text()
+    cli.execute("set_no_proxy local,ollama.home")
+    assert config.get("no_proxy") == "local,ollama.home"
+    cli.execute("set_proxy off")
+    assert config.get("proxy") == ""
+
+
 def test_set_feishu_stores_the_app_masked():
     _capture()
     cli.execute("set_feishu cli_FAKE0001 FAKEsecret0123456789")
