@@ -53,7 +53,7 @@ def test_run_and_vboard_with_a_missing_binary_stop_with_one_line(tmp_path):
 def test_a_benchmark_and_the_simulator_run_the_chosen_binary(monkeypatch, tmp_path):
     w, log = _wrapper(tmp_path, _default_exe(monkeypatch))
     env = dict(os.environ, MIMI_MICROPYTHON=w, PYTHONPATH=ROOT)
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_import.py")], capture_output=True,
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_import.py"), "1M"], capture_output=True,
                        text=True, cwd=ROOT, env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.startswith("== micropython: %s: 64-bit" % w), p.stdout  # which binary, which word size
