@@ -101,7 +101,21 @@ package_version() {  # the checkout's mimi version: VERSION in firmware/mimi/__i
 
 MP=""  # the mpremote command, found by need_mpremote before a command runs
 
-need_mpremote() { find_tool MP "${MPREMOTE:-}" mpremote mpremote; }
+need_mpremote() { find_tool MP "${MPREMOTE:-}" mpremote mpremote; need_listener; }
+
+need_listener() {  # a socket:// port with nothing listening: say so and how to start the virtual board
+    case "$PORT" in socket://*) ;; *) return 0 ;; esac
+    local hostport="${PORT#socket://}"
+    "$PYTHON" - "$hostport" <<'PYEOF' && return 0
+import socket, sys
+host, _, port = sys.argv[1].rpartition(":")
+try:
+    socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+except (OSError, ValueError):
+    sys.exit(1)
+PYEOF
+    die "nothing is listening on $PORT. Start the virtual board first, in another terminal: python3 -m host_sim vboard --flash DIR --port ${hostport##*:} (DIR: a folder that plays its flash); or give a board's serial device: --port /dev/ttyACM0"
+}
 
 mp() {  # mp ARGS...: mpremote on the chosen port; after the first call, without a reset
     local resume=()
@@ -404,12 +418,13 @@ _ls("/data", "")' | sed -n 's/^@@//p' | tr -d '\r')"
 
 cmd_config() {
     [ $# -gt 0 ] || die "config: give NAME=VALUE pairs, e.g. config wifi_ssid=Home wifi_pass=secret tg_token=123456789:AAH... provider=anthropic api_key=sk-ant-... tz=+08:00 allowed_chats=123456789"
-    need_mpremote  # before the file that will hold secrets exists
+    find_tool MP "${MPREMOTE:-}" mpremote mpremote  # before the file that will hold secrets exists
     local code
     code="$(mktemp "${TMPDIR:-/tmp}/mimi-config.XXXXXX")"
     chmod 600 "$code"  # it holds secrets until the board has run it
     "$PYTHON" "$ROOT/tools/nvs_config.py" "$@" > "$code" || { rm -f "$code"; exit 2; }
     printf '%s' "$PY_SETTLE" >> "$code"
+    (need_listener) || { rm -f "$code"; exit 2; }  # after the arguments were checked
     mp run "$code" || { rm -f "$code"; exit 1; }
     rm -f "$code"
 }
@@ -433,6 +448,7 @@ cmd_repl() {
     [ $# -eq 0 ] || die "repl: no arguments expected"
     case "$PORT" in
         socket://*)
+            need_listener
             # mpremote's repl needs a serial port's file descriptor and fails on socket://
             # ports ("'Serial' object has no attribute 'fd'"): a plain TCP terminal instead.
             PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m host_sim console --port "$PORT" ;;

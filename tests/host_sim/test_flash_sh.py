@@ -499,3 +499,29 @@ def test_doctor_without_mimi_on_the_board_says_deploy(vboard):
     p = flash_sh("--port", vboard.port, "doctor", check=False)
     assert p.returncode == 1 and "FIX  mimi is not on this board" in p.stdout and "flash.sh deploy" in p.stdout, \
         p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("args", [["deploy"], ["seed"], ["reset"], ["repl"], ["config", "tz=+8"]])
+def test_nothing_listening_on_a_socket_port_says_how_to_start_the_virtual_board(tmp_path, args):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))  # a port of ours that nobody listens on
+    port = "socket://127.0.0.1:%d" % s.getsockname()[1]
+    mpremote, mlog = _recorder(tmp_path, "mpremote")
+    try:
+        p = flash_sh("--port", port, *args, env=_env(MPREMOTE=mpremote), check=False)
+    finally:
+        s.close()
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.count("\n") == 1 and "nothing is listening on " + port in p.stderr, p.stderr
+    assert "python3 -m host_sim vboard --flash DIR --port %s" % port.rsplit(":", 1)[1] in p.stderr
+    assert not mlog.exists()
+
+
+def test_config_never_echoes_an_argument_that_may_be_a_password(tmp_path):
+    mpremote, mlog = _recorder(tmp_path, "mpremote")
+    p = flash_sh("--port", "socket://127.0.0.1:9", "config", "wifi_ssid=Home", "FAKE-pass-word",
+                 env=_env(MPREMOTE=mpremote), check=False)
+    assert p.returncode == 2 and "argument 2 (no '='): expected NAME=VALUE" in p.stderr, p.stderr
+    assert "FAKE" not in p.stdout + p.stderr and not mlog.exists()
