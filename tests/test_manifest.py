@@ -131,9 +131,14 @@ def test_every_mimi_module_imported_is_in_the_tree_package_freezes():
     frozen = {rel for rel in romfs.package_files() if rel.endswith(".py")}
     modules = {n.replace(".", "/") for n in _imports() if n.split(".")[0] == "mimi"}
     # Every module file is imported by some module, by name (mimi.app's tool modules), or
-    # is the console's entry point (``from mimi import cli`` at the REPL): nothing is
-    # frozen for nothing. Packages' __init__ aside.
+    # is an entry point: the console's (``from mimi import cli`` at the REPL) and those
+    # tools/flash.sh runs on the board (``from mimi import doctor``). Nothing is frozen
+    # for nothing. Packages' __init__ aside.
+    import re
+
     modules.add("mimi/cli")
+    with open(os.path.join(ROOT, "tools", "flash.sh")) as f:
+        modules |= {"mimi/" + m for m in re.findall(r"from mimi import (\w+)", f.read())}
     unused = {rel for rel in frozen if not rel.endswith("__init__.py") and rel[:-3] not in modules}
     assert not unused, "in firmware/mimi but imported by nothing: %s" % sorted(unused)
 
