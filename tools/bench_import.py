@@ -38,6 +38,10 @@ def main(heap="256K"):
     from host_sim import hostenv, romfs
 
     exe = hostenv.micropython_exe()
+    if not exe:
+        print("%s: %s" % (os.path.basename(__file__), hostenv.micropython_missing()), file=sys.stderr)
+        return 2
+    print("== micropython: %s" % hostenv.micropython_about(exe), flush=True)
     base = dict(os.environ, MIMI_FLASH=tempfile.gettempdir(), MIMI_BENCH_LATER=OPTIONAL)
     with tempfile.TemporaryDirectory(prefix="mimi-bench-import-") as d:
         image = os.path.join(d, "mimi.romfs")

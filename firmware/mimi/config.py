@@ -231,8 +231,10 @@ def is_secret(name):
 
 
 def masked(name):
-    """The setting as it may be shown: secrets as ``abcd****`` (4 characters at most); the
-    proxy with its password as ``****``."""
+    """The setting as it may be shown: a key or token as ``****wxyz`` (its last 4
+    characters, which tell two keys apart; none when it is shorter than 12), a password
+    (``*_pass``) as ``****`` whatever its length, the proxy with its password as ``****``.
+    Other settings as they are."""
     v = get(name)
     if not is_secret(name) or not v:
         return v
@@ -240,6 +242,6 @@ def masked(name):
         from mimi.net import tunnel
 
         return tunnel.shown(v)
-    if len(v) <= 8:
+    if name[-5:] == "_pass" or len(v) < 12:
         return "****"
-    return v[:4] + "****"
+    return "****" + v[-4:]
