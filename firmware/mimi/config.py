@@ -57,6 +57,9 @@ APP_WDT_TIMEOUT_MS = const(90000)  # above any single blocking call of the I/O t
 APP_AGENT_STALL_MS = const(900000)  # a turn with no bus activity this long is a hang
 APP_RESTARTS_MAX = const(5)  # thread restarts within the window, then a board reset
 APP_RESTART_PAUSE_MS = const(2000)
+# Each thread's stack (agent and I/O): JSON nesting plus an mbedTLS handshake needs well
+# over the ESP32 port's 5 KB default (README "Threads"); mimi.doctor tries one the same size.
+APP_THREAD_STACK_BYTES = const(16384)
 APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools", "web", "gpio")  # mimi.tools.*
 
 # -- telegram (mimi/channels/telegram.py; issue 5) -------------------------------------

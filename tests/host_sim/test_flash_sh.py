@@ -104,6 +104,7 @@ def test_the_romfs_image_boots_and_answers_a_telegram_message(vboard):
     (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the image')\n")
     p = flash_sh("--port", vboard.port, "deploy")
     assert "as a ROMFS image" in p.stdout and "ROMFS image deployed" in p.stdout, p.stdout
+    assert "Deployed mimi %s." % _version() in p.stdout, p.stdout  # read back from the image
     # The package is in the partition (romfs.bin), not among the files; the stale copy went.
     assert not (board / "lib" / "mimi").exists()
     image = (board / "romfs.bin").read_bytes()
@@ -156,6 +157,56 @@ def test_a_micropython_without_romfs_gets_files(vboard_stock):
     assert got == "/lib/mimi/app.mpy", got
 
 
+def _version():
+    with open(os.path.join(ROOT, "firmware", "mimi", "__init__.py")) as f:
+        return f.read().split('VERSION = "', 1)[1].split('"', 1)[0]
+
+
+def test_deploy_names_the_version_and_reads_it_back_from_the_board(vboard_stock):
+    p = flash_sh("--port", vboard_stock.port, "deploy")
+    assert "Deploying mimi %s: boot.py, main.py and " % _version() in p.stdout, p.stdout
+    assert p.stdout.rstrip().endswith("Deployed mimi %s. tools/flash.sh reset starts it." % _version()), p.stdout
+    # A copy ahead of /lib on sys.path ('' is the board's /) that is another version: an error.
+    (vboard_stock.flash / "mimi").mkdir()
+    (vboard_stock.flash / "mimi" / "__init__.py").write_text('VERSION = "0.0.1"\n')
+    (vboard_stock.flash / "mimi" / "boot.py").write_text("def clear_crashes():\n    pass\n")
+    p = flash_sh("--port", vboard_stock.port, "deploy", "--files", check=False)
+    assert p.returncode == 1 and "the board imports mimi 0.0.1, not %s" % _version() in p.stderr, p.stdout + p.stderr
+
+
+def test_deploy_to_a_firmware_with_mimi_frozen_copies_what_freezing_leaves_out(vboard_stock):
+    # The virtual board cannot freeze; a package in its / plays the frozen one: it comes
+    # before /lib on sys.path (''), and its __file__ is relative (mimi/__init__.py), as a
+    # frozen module's is. Only its .py files, as manifest.py freezes.
+    board = vboard_stock.flash
+    src = os.path.join(ROOT, "firmware", "mimi")
+    data = set()
+    for rel in _files(src):
+        if "__pycache__" in rel or rel.endswith(".pyc"):
+            continue
+        if not rel.endswith(".py"):
+            data.add(rel)
+            continue
+        os.makedirs(os.path.dirname(board / "mimi" / rel), exist_ok=True)
+        text = open(os.path.join(src, rel)).read()
+        if rel == "__init__.py":
+            text = text.replace('VERSION = "%s"' % _version(), 'VERSION = "0.0.9"')
+        (board / "mimi" / rel).write_text(text)
+    assert data >= {"texts.md", "agent/rules.md", "agent/turn.md", "tools/tools.jsonl"}
+    p = flash_sh("--port", vboard_stock.port, "deploy")
+    assert ("mimi 0.0.9 is frozen into this firmware: deploying boot.py, main.py and its %d data files to /lib/mimi"
+            % len(data)) in p.stdout, p.stdout
+    assert "This checkout is mimi %s: rebuild the firmware with manifest.py" % _version() in p.stdout, p.stdout
+    assert "twice the heap" not in p.stdout, p.stdout  # frozen code is not in the heap
+    assert p.stdout.rstrip().endswith("Deployed mimi 0.0.9. tools/flash.sh reset starts it."), p.stdout
+    assert _files(board / "lib" / "mimi") == data
+    assert (board / "main.py").exists() and (board / "boot.py").exists()
+    # The "frozen" code finds its data files in /lib/mimi (mimi.data_path).
+    got = _board_exec(vboard_stock.port, "from mimi import commands\nfrom mimi.tools import registry\n"
+                      "print(commands.__file__, commands._TEXTS, registry.SPECS, commands.text('status').split()[0])")
+    assert got == "mimi/commands.py /lib/mimi/texts.md /lib/mimi/tools/tools.jsonl mimi", got
+
+
 def _recorder(tmp_path, name):
     """A stand-in for esptool or mpremote that logs its arguments; a write-flash's file
     (its last argument, gone once flash.sh ends) is copied to NAME.written."""
@@ -194,6 +245,19 @@ def test_flash_erases_then_writes_the_image_with_a_romfs_partition_at_offset_zer
             "the package there.") in p.stdout
     assert "Written: " not in p.stdout  # the temporary file's name is no news to the user
     assert image.read_bytes() == src  # the download is left as it was
+
+
+def test_flash_gives_a_1_26_image_without_vfs_a_romfs_after_the_app(tmp_path):
+    # MicroPython 1.26+ tables have no vfs entry (v1.28.0's partitions-4MiBplus.csv): the
+    # romfs goes after the app; the port makes vfs after it at boot.
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "ESP32_GENERIC_S3-v1.28.0.bin"
+    image.write_bytes(esp_image.merged_image(esp_image.STOCK_V128))
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
+    new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
+    assert new == esp_image.STOCK_V128 + [partitions.Entry("romfs", 1, 0x8F, 0x200000, 0x80000, 0)]
+    assert "from 0x280000 to the end of flash" in p.stdout, p.stdout
+    assert 'ROMFS partition "romfs" at offset 0x200000' in p.stdout, p.stdout
 
 
 def test_flash_writes_an_image_that_has_romfs_already_as_it_is(tmp_path):
@@ -321,6 +385,120 @@ def test_a_missing_mpremote_stops_with_how_to_install_it(tmp_path, args):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "is not installed" in p.stderr and 'pip install -e ".[dev]"' in p.stderr, p.stderr
     assert "command not found" not in p.stderr and "Deploying" not in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("wifi", ["never", "delay:40"])
+def test_every_command_works_while_the_network_is_missing_or_slow(tmp_path, wifi):
+    # MicroPython runs /boot.py on each soft reset, mpremote's too, and mpremote waits 10 s
+    # for the raw REPL: a boot that waited for WiFi (a wrong password, a 5 GHz network,
+    # slow DHCP, NTP blocked) would lock flash.sh out, config included, which fixes it.
+    from vbclient import VBoard
+
+    flash = tmp_path / "board"
+    flash.mkdir()
+    b = VBoard(flash, env={"MIMI_SIM_WIFI": wifi, "MIMI_SIM_NTP": "never"})
+    try:
+        flash_sh("--port", b.port, "deploy", "--files")
+        flash_sh("--port", b.port, "config", "wifi_ssid=Sim Net", "wifi_pass=FAKE-wrong-pass")
+        # From here every soft reset runs a boot.py with WiFi set that cannot connect.
+        p = flash_sh("--port", b.port, "seed", timeout=60)
+        assert "Seed: copied" in p.stdout, p.stdout + p.stderr
+        p = flash_sh("--port", b.port, "deploy", "--files", timeout=60)
+        assert "Deployed." in p.stdout, p.stdout + p.stderr
+        flash_sh("--port", b.port, "config", "tz=+8", timeout=60)
+        flash_sh("--port", b.port, "reset", timeout=60)
+        # The assistant started without the network; WiFi is the I/O thread's to bring up.
+        got = _board_exec(b.port, "from mimi import app, boot, seam\n"
+                          "print(app.running(), boot.state['net'].wifi_attempts >= 1, seam.wifi_status()[0])")
+        assert got == "True True False", got
+        nvs = {k: bytes.fromhex(v[1]).decode() for k, v in json.load(open(flash / "nvs.json"))["mimi"].items()}
+        assert nvs["wifi_ssid"] == "Sim Net" and nvs["tz"] == "+08:00"
+    finally:
+        b.stop()
+
+
+class _TLSCounter:
+    """A TLS server on 127.0.0.1 that counts the handshakes that completed, then hangs up."""
+
+    def __init__(self, certs):
+        import socket
+        import ssl
+        import threading
+
+        self.handshakes = 0
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(certs["cert"], certs["key"])
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(8)
+        self.url = "https://localhost:%d" % self.ls.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            try:
+                c.settimeout(10)
+                t = self.ctx.wrap_socket(c, server_side=True)
+                self.handshakes += 1
+                t.close()
+            except OSError:
+                c.close()
+
+    def close(self):
+        self.ls.close()
+
+
+def test_doctor_reports_on_the_board_and_changes_nothing(vboard):
+    import certgen
+
+    board = vboard.flash
+    c = certgen.make()
+    tg, llm = _TLSCounter(c), _TLSCounter(c)
+    try:
+        flash_sh("--port", vboard.port, "deploy", "--files")
+        flash_sh("--port", vboard.port, "seed")  # the shipped bundle; the test CA beside it
+        (board / "data" / "certs" / "local.pem").write_bytes(open(c["ca"], "rb").read())
+        flash_sh("--port", vboard.port, "config", "wifi_ssid=mimi-sim-wifi", "wifi_pass=FAKE-doctor-pass",
+                 "tg_token=123456:FAKE-doctor", "tg_api_base=" + tg.url, "provider=anthropic",
+                 "api_key=sk-ant-FAKE-doctor", "base_url=" + llm.url, "allowed_chats=42")
+        flash_sh("--port", vboard.port, "reset")
+        before = json.loads((board / "nvs.json").read_text())
+        files = _files(board / "data")
+        tg0 = tg.handshakes  # the running assistant's own polls, if any
+        p = flash_sh("--port", vboard.port, "doctor", check=False, timeout=90)
+        out = p.stdout
+        assert p.returncode == 0 and "doctor: all OK" in out, out + p.stderr
+        lines = out.splitlines()
+        for want in ("OK   MicroPython 1.", "OK   PSRAM: ", "OK   internal RAM: ", "OK   GC heap: ", "OK   flash: ",
+                     "OK   WiFi: connected to mimi-sim-wifi, address 127.0.0.1, signal -48 dBm", "OK   clock: 20",
+                     "OK   settings store (NVS): write, read back, erase",
+                     "OK   DNS localhost: 127.0.0.1 in ", "OK   TLS localhost:%s: handshake in " % tg.url.rsplit(":", 1)[1],
+                     "OK   TLS localhost:%s: handshake in " % llm.url.rsplit(":", 1)[1],
+                     "OK   thread with a 64 KB stack (",
+                     "OK   settings set: allowed_chats, api_key, base_url, key_anthropic, provider, tg_api_base, "
+                     "tg_token, wifi_pass, wifi_ssid"):
+            assert any(ln.startswith(want) for ln in lines), (want, out)
+        assert "FAKE" not in out + p.stderr  # names, never values
+        print(out)  # the report, for the record (pytest -s)
+        assert llm.handshakes == 2 and tg.handshakes >= tg0 + 1  # its own, done on the board
+        # Nothing changed: the settings store and /data are as they were, and the
+        # assistant still runs (resume: no soft reset).
+        assert json.loads((board / "nvs.json").read_text()) == before and _files(board / "data") == files
+        got = _board_exec(vboard.port, "from mimi import app\nprint(app.running())")
+        assert got == "True", got
+    finally:
+        tg.close()
+        llm.close()
+
+
+def test_doctor_without_mimi_on_the_board_says_deploy(vboard):
+    p = flash_sh("--port", vboard.port, "doctor", check=False)
+    assert p.returncode == 1 and "FIX  mimi is not on this board" in p.stdout and "flash.sh deploy" in p.stdout, \
+        p.stdout + p.stderr
 
 
 @pytest.mark.parametrize("args", [["deploy"], ["seed"], ["reset"], ["repl"], ["config", "tz=+8"]])

@@ -4,6 +4,7 @@ Nothing here may raise: a wrong argument prints the usage, an error one line.
 """
 import support
 
+import mimi
 from mimi import app, cli, commands, config
 from mimi.storage import cronjobs, memory
 
@@ -167,6 +168,7 @@ def test_status_heap_wifi():
     cli.execute("wifi_status")
     t = _text()
     assert "LLM: " in t and "heap" in t and "mimi-sim-wifi" in t
+    assert ("mimi %s on " % mimi.VERSION) in t  # the package's version, package.json's too
 
 
 Echo = support.Echo
