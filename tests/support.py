@@ -68,6 +68,11 @@ def fresh_flash():
         config._cache.clear()
     except ImportError:
         pass
+    try:
+        from mimi import policy
+        policy.forget()  # its hourly counters live in RAM, as after a reboot
+    except ImportError:
+        pass
     return root
 
 

@@ -24,7 +24,7 @@ import os
 
 from micropython import const
 
-from mimi import config, log, seam
+from mimi import config, log, policy, seam
 from mimi.storage import fs, sessions
 from mimi.tools import registry
 import mimi.llm as llm
@@ -125,9 +125,14 @@ class Agent:
             e = _unsaved[0]
             note = llm.pick(_MSG, "disk") % ("no space left" if e.args and e.args[0] == 28 else e)
             reply = reply + "\n\n" + note if reply else note
-        if reply:
-            self.bus.send(channel, chat, reply, "text")
+        if reply:  # a job made in another chat says so (mimi.policy)
+            self.bus.send(channel, chat, policy.mark(msg, chat, reply) if msg.get("by") else reply, "text")
         self.bus.send(channel, chat, "", "idle")
+        if msg.get("once") and msg.get("session"):  # a finished one-off job: its talk goes with it
+            try:
+                sessions.delete(msg["session"])
+            except (OSError, ValueError) as e:
+                log.warn(_TAG, "%s: %s", msg["session"], e)
         self.busy = None
         usage.save(False)
         return reply
@@ -153,7 +158,8 @@ class Agent:
             lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES))))
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
-        tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group")}
+        tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group"),
+                "by": msg.get("by"), "job": msg.get("job"), "role": policy.role(msg)}
         provider = self.provider()
         t0 = seam.ticks_ms()
         noted = False

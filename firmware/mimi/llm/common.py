@@ -29,7 +29,7 @@ _LLM_RETRY_AFTER_MAX_S = const(60)  # a longer retry-after is not waited for
 _LLM_ANTHROPIC_VERSION = const("2023-06-01")
 
 _TAG = const("llm")
-_ERR_MSG_MAX = const(160)  # characters of the API's own error message shown to the user
+_ERR_MSG_MAX = const(160)  # characters of the API's own error message the console gets
 _COLLECT_OVER = const(8192)  # reply bytes above which the heap is collected before parsing
 _WAIT_MAX_MS = const(86400000)  # a server's retry-after beyond a day is taken as a day
 _MSG = const("|400 the request was refused|401 the API key was rejected|403 the API key lacks permission"
@@ -38,6 +38,17 @@ _MSG = const("|400 the request was refused|401 the API key was rejected|403 the 
              "|json %s sent invalid JSON|nokey no API key is set for %s|tls no secure connection: %s"
              "|reach could not reach %s (%s)|wait %s; try again later (in %d s)"
              "|big the reply was larger than the %d KB I can hold|")
+# Reasons an error may give, found by words in its type, code or message: (words, what the chat reads).
+_REASONS = (
+    (("context_length", "context length", "context window", "too many tokens", "prompt is too long",
+      "maximum context"), "the conversation is too long for the model (/new starts afresh)"),
+    (("model_not_found", "does not exist", "unknown model", "invalid model", "no such model"),
+     "the model name is not known there"),
+    (("max_tokens", "max_completion_tokens"), "the reply length is not accepted by that model"),
+    (("tool", "function"), "the model's server refused the tools' format"),
+    (("image", "content_policy", "safety"), "the server refused the content"),
+    (("credit", "billing", "payment"), "the account has no credit left"),
+)
 _sleep_ms = seam.sleep_ms  # tests patch this
 
 
@@ -151,8 +162,22 @@ def _status_error(r, name):
     what = "%s (%d)" % (what.replace("%s", name), status)
     if status == 404:
         what += ": check the model and base URL"
-    elif status == 400 and isinstance(msg, str) and msg:
-        what += ": " + wire.repair_utf16(msg[:_ERR_MSG_MAX])  # shown to the user: valid UTF-8
+    # The server's own words never reach a chat (a proxy may echo the key): a known reason
+    # does, and the console gets the words with anything shaped like a key hidden.
+    words = "%s %s %s" % (kind, code, msg if isinstance(msg, str) else "")
+    low = words.lower()
+    for keys, reason in _REASONS:
+        for k in keys:
+            if k in low:
+                what += ": " + reason
+                break
+        else:
+            continue
+        break
+    if msg:
+        from mimi import policy
+
+        log.warn(_TAG, "%s %d: %s", name, status, policy.redact(wire.repair_utf16(str(msg)[:_ERR_MSG_MAX])))
     return LLMError(what, status, hint == "true" if hint in ("true", "false") else
                     (status in (408, 409, 429) or status >= 500) and not quota)
 

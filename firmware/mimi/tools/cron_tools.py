@@ -2,9 +2,11 @@
 
 The cron service (runtime part) runs the jobs; a job's ``text`` comes back to the agent
 as a message at the time set, in its own session. Times of ``at`` and ``daily`` are the
-owner's local time.
+owner's local time. A job keeps the chat that made it (``by``): its turns have that chat's
+role (``mimi.policy``), and a job's or the heartbeat's turn makes jobs only within
+``policy.may_rearm``'s bounds.
 """
-from mimi import clock
+from mimi import clock, policy, seam
 from mimi.storage import cronjobs
 from mimi.tools import messaging, registry
 
@@ -33,6 +35,9 @@ def cron_add(args, ctx):
     messaging.check_chat(str(spec["chat_id"]).strip(), ctx)
     if ctx.get("is_group"):
         spec["is_group"] = True
+    spec["by"] = policy.chat_of(ctx)
+    now = seam.time_s()
+    policy.may_rearm(ctx, cronjobs.validate(spec, now)["next_s"], now)
     jid = cronjobs.add(spec)
     for j in cronjobs.list():
         if j["id"] == jid:
