@@ -70,7 +70,8 @@ def fresh_flash():
         pass
     try:
         from mimi import policy
-        policy.forget()  # its hourly counters live in RAM, as after a reboot
+        policy._sent.clear()  # its hourly counters live in RAM: cleared as a reboot would
+        policy._rearm[:] = [None]
     except ImportError:
         pass
     return root

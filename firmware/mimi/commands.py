@@ -162,7 +162,7 @@ def memory(cap=3000, turn=None):
     from mimi import policy
     from mimi.storage import fs
 
-    path = policy.memory_path(turn) if turn else config.MEMORY_PATH
+    path = policy.memory_dir(turn) + "/MEMORY.md" if turn else config.MEMORY_PATH
     try:
         t, cut, _ = fs.read_text(path, cap)
     except fs.NotFound:
@@ -170,7 +170,7 @@ def memory(cap=3000, turn=None):
     except (OSError, ValueError) as e:
         return "error: %s" % e
     if not t.strip():
-        return text("mem_empty") if path == config.MEMORY_PATH else text("mem_own", path)
+        return text("mem_empty") if path == config.MEMORY_PATH else text("memory_of_this_chat", path)
     return t + "\n" + text("mem_more") if cut else t
 
 

@@ -32,7 +32,6 @@ HEARTBEAT_PATH = DATA + "/HEARTBEAT.md"
 DATASHEETS_DIR = DATA + "/datasheets"
 CERTS_DIR = DATA + "/certs"
 STATE_DIR = DATA + "/state"  # small runtime state: Telegram offset, token counts
-CHATS_DIR = DATA + "/chats"  # a second person's or a group's own notes: /data/chats/tg_<id>/ (mimi/policy.py)
 
 # -- agent -----------------------------------------------------------------------------
 AGENT_MAX_ROUNDS = const(10)  # LLM calls per inbound message
@@ -46,8 +45,6 @@ APP_PRELOAD = ("mimi.net.certs", "mimi.net.http", "mimi.llm.wire", "mimi.llm.com
 # -- bus -------------------------------------------------------------------------------
 BUS_INBOUND_MAX = const(8)
 BUS_OUTBOUND_MAX = const(16)
-BUS_OWNER_RESERVE = const(2)  # inbound places other chats may not take: the owner's (mimi/policy.py)
-BUS_CHAT_MAX = const(2)  # inbound messages one chat other than the owner's may have waiting
 
 # -- boot (mimi/boot.py; issue 5) -------------------------------------------------------
 BOOT_WIFI_WAIT_MS = const(15000)  # one connection attempt
@@ -106,9 +103,6 @@ SKILLS_INDEX_MAX_BYTES = const(2048)
 SKILLS_SUMMARY_MAX_BYTES = const(200)  # one skill's line in the index
 SKILLS_INDEX_TTL_S = const(600)  # the index is rebuilt at most this often (or on a write)
 CRON_JOBS_MAX = const(16)
-CRON_REARM_MIN_S = const(60)  # a job made by a job's or the heartbeat's turn runs no sooner than this
-CRON_REARM_PER_HOUR = const(4)  # jobs the turns of jobs and the heartbeat may make in an hour
-SESSION_TOOL_ARGS_MAX_BYTES = const(1024)  # a tool call's arguments are stored cut to about this
 
 # -- context (mimi/agent/context.py; ../shared/DESIGN.md "Context") -------------------
 CONTEXT_RULES_MAX_BYTES = const(3072)
@@ -121,13 +115,6 @@ CONTEXT_SKILLS_MAX_BYTES = const(2048)
 TOOL_READ_MAX_BYTES = const(7680)  # one read_file call; under the 8 KB result cap
 TOOL_WRITE_MAX_BYTES = const(32768)  # content of one write_file / edit_file
 TOOL_SECTION_MAX_BYTES = const(7680)
-# What one turn may do (mimi/policy.py; issue 14): files and bytes written, messages sent.
-TOOL_WRITE_FILES_PER_TURN = const(16)  # distinct files one turn may write
-TOOL_WRITE_BYTES_PER_TURN = const(65536)  # bytes one turn may write in all
-TOOL_WRITE_FOLDER_MAX = const(64)  # entries a folder may hold before a tool adds another file
-TOOL_FLASH_RESERVE_BYTES = const(131072)  # flash a tool write must leave free
-TOOL_MSG_PER_TURN = const(5)  # send_message calls one turn may make
-TOOL_MSG_PER_HOUR = const(30)  # send_message texts one chat may get in an hour
 MEMORY_SEARCH_MAX_MATCHES = const(50)  # seed 003
 MEMORY_SEARCH_MAX_BYTES = const(10000)  # seed 003's 10,000 characters, counted in bytes
 
@@ -191,8 +178,6 @@ SETTINGS["group_tools"] = ("group_tools", "", False)
 SETTINGS["share_memory"] = ("share_memory", "none", False)
 # Where a second person's or a group's turn may send messages besides its own chat: "none", "owner", "all".
 SETTINGS["cross_chat"] = ("cross_chat", "none", False)
-# Whether the owner's chat may read the other chats' histories and notes: "yes" or "no".
-SETTINGS["owner_reads_chats"] = ("owner_reads", "yes", False)
 
 _cache = {}
 

@@ -60,63 +60,53 @@ def set_flash_root(path):
         os.putenv("MIMI_FLASH", _root)
 
 
-def real_path(path):
-    """Map a device path (``/data/memory/MEMORY.md``) to this runtime's file path.
-
-    ``mimi.storage.fs`` decides which paths are allowed; the one check here is one the
-    board never needs: LittleFS has no symbolic links, but a host folder may, and a link
-    must not lead a tool to ``nvs.json``. On CPython a path under ``/data`` whose real
-    location (links resolved) is outside ``<flash>/data`` raises ``OSError(EACCES)``. The
-    unix port's ``os`` cannot resolve a link (no ``lstat``, ``readlink`` or ``realpath``),
-    but its listings name links (``ilistdir`` type ``S_IFLNK``): there a path under
-    ``/data`` through any link raises the same error, wherever the link leads
-    (``_linked``).
-    """
-    p = _root + path
-    if path[:5] == "/data" and path[5:6] in ("", "/"):
-        if _RT == "cpython":
-            data = os.path.realpath(_root + "/data")
-            r = os.path.realpath(p)
-            if r != data and not r.startswith(data + os.sep):
-                raise OSError(13, pick(_MSG, "link") % path)
-        elif _RT == "unix" and _linked(path):
-            raise OSError(13, pick(_MSG, "link") % path)
-    return p
-
-
 _S_IFLNK = const(0xA000)
 _LINKS_FOLDERS_MAX = const(32)
 _links = {}  # unix port: folder -> (inode, mtime_s, when listed (s), [names of the links in it])
 
 
-def _linked(path):
-    """Unix port: True when a name of ``path`` below ``/data`` is a symbolic link.
+def real_path(path):
+    """Map a device path (``/data/memory/MEMORY.md``) to this runtime's file path.
 
-    Each folder on the way is stat'ed (its inode and change time) and listed only when it
-    changed since it was last listed: about 1.5 us a name on x86 when nothing changed, where
-    a listing per access costs 50 us. A listing made within the second of the folder's last
-    change is not trusted (times are whole seconds): the next access lists it again."""
-    cur = _root + "/data"
-    for name in path[6:].split("/"):
-        if not name:
-            continue
-        try:
-            st = os.stat(cur)
-        except OSError:
-            return False  # a folder on the way is missing: nothing to follow
-        c = _links.get(cur)
-        if c is None or c[0] != st[1] or c[1] != st[8] or c[2] <= st[8]:
-            if len(_links) >= _LINKS_FOLDERS_MAX:
-                _links.clear()
+    ``mimi.storage.fs`` decides which paths are allowed; the one check here is one the
+    board never needs: LittleFS has no symbolic links, but a host folder may, and a link
+    must not lead a tool to ``nvs.json``: a path under ``/data`` through a link that leads
+    out raises ``OSError(EACCES)``. On CPython the real location (links resolved) must be
+    inside ``<flash>/data``. The unix port's ``os`` cannot resolve a link (no ``lstat``,
+    ``readlink`` or ``realpath``), but its listings name links (``ilistdir`` type
+    ``S_IFLNK``): there a path through any link under ``/data`` is refused, wherever it
+    leads. Each folder on the way is stat'ed and listed only when it changed since its last
+    listing (about 1.5 us a name on x86 when nothing changed; a listing per access costs
+    50 us); a listing made within the second of the folder's last change is not trusted
+    (times are whole seconds), so the next access lists it again.
+    """
+    p = _root + path
+    if path[:5] != "/data" or path[5:6] not in ("", "/"):
+        return p
+    if _RT == "cpython":
+        data = os.path.realpath(_root + "/data")
+        r = os.path.realpath(p)
+        if r != data and not r.startswith(data + os.sep):
+            raise OSError(13, pick(_MSG, "link") % path)
+    elif _RT == "unix":
+        cur = _root + "/data"
+        for name in path[6:].split("/"):
+            if not name:
+                continue
             try:
-                c = (st[1], st[8], int(time.time()), [e[0] for e in os.ilistdir(cur) if e[1] == _S_IFLNK])
+                st = os.stat(cur)
+                c = _links.get(cur)
+                if c is None or c[0] != st[1] or c[1] != st[8] or c[2] <= st[8]:
+                    if len(_links) >= _LINKS_FOLDERS_MAX:
+                        _links.clear()
+                    c = _links[cur] = (st[1], st[8], int(time.time()),
+                                       [e[0] for e in os.ilistdir(cur) if e[1] == _S_IFLNK])
             except OSError:
-                return False  # not a folder: the file system says so at the open
-            _links[cur] = c
-        if name in c[3]:
-            return True
-        cur = cur + "/" + name
-    return False
+                break  # a folder on the way is missing (or a file): nothing to follow
+            if name in c[3]:
+                raise OSError(13, pick(_MSG, "link") % path)
+            cur = cur + "/" + name
+    return p
 
 
 # -- clocks ---------------------------------------------------------------------------

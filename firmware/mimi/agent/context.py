@@ -157,7 +157,7 @@ class Context:
         # strings, size of the file, bytes wanted).
         secs = []
         own = policy.shares_memory(msg)  # the owner's memory and profile: the owner's, or shared
-        mpath = config.MEMORY_PATH if own else policy.memory_path(msg)
+        mpath = config.MEMORY_PATH if own else policy.memory_dir(msg) + "/MEMORY.md"
         for key, head, body, cap in (
                 ("soul", b"\n# Personality (/data/config/SOUL.md)\n", config.SOUL_PATH, config.CONTEXT_SOUL_MAX_BYTES),
                 ("user", b"\n# About the owner (/data/config/USER.md)\n", config.USER_PATH if own else [],
@@ -255,9 +255,9 @@ def _turn(msg, now, mode, today):
     out = "\n# This turn\nChannel: %s, chat %s (session %s)\n" % (ch, msg.get("chat_id", "?"), msg.get("session", "?"))
     if ch in ("cron", "heartbeat"):
         out += _say(lines, ch) + "\n"
-    if policy.role(msg) != policy.OWNER:
+    if policy.role(msg):  # not the owner's turn
         a = policy.area(msg)
-        out += _say(lines, "guest_shared" if policy.shares_memory(msg) else "guest", a, a) + "\n"
+        out += _say(lines, "not_owner_shared" if policy.shares_memory(msg) else "not_owner_chat", a, a) + "\n"
     if not mode:
         return (out + _say(lines, "unsynced") + "\n").encode()
     size = fs.size(today) or 0

@@ -39,16 +39,13 @@ _MSG = const("|400 the request was refused|401 the API key was rejected|403 the 
              "|reach could not reach %s (%s)|wait %s; try again later (in %d s)"
              "|big the reply was larger than the %d KB I can hold|")
 # Reasons an error may give, found by words in its type, code or message: (words, what the chat reads).
-_REASONS = (
-    (("context_length", "context length", "context window", "too many tokens", "prompt is too long",
-      "maximum context"), "the conversation is too long for the model (/new starts afresh)"),
-    (("model_not_found", "does not exist", "unknown model", "invalid model", "no such model"),
-     "the model name is not known there"),
-    (("max_tokens", "max_completion_tokens"), "the reply length is not accepted by that model"),
-    (("tool", "function"), "the model's server refused the tools' format"),
-    (("image", "content_policy", "safety"), "the server refused the content"),
-    (("credit", "billing", "payment"), "the account has no credit left"),
-)
+# Each is "words,words|what the chat reads" (long strings: not interned, docs/heap.md).
+_REASONS = ("context_length,context length,context window,too many tokens,prompt is too long,maximum context"
+            "|the conversation is too long for the model (/new starts afresh)",
+            "model_not_found,does not exist,unknown model,invalid model,no such model"
+            "|the model name is not known there",
+            "max_tokens,max_completion_tokens|the reply length is not accepted by that model",
+            "credit balance,billing details,payment required|the account has no credit left")
 _sleep_ms = seam.sleep_ms  # tests patch this
 
 
@@ -166,14 +163,11 @@ def _status_error(r, name):
     # does, and the console gets the words with anything shaped like a key hidden.
     words = "%s %s %s" % (kind, code, msg if isinstance(msg, str) else "")
     low = words.lower()
-    for keys, reason in _REASONS:
-        for k in keys:
-            if k in low:
-                what += ": " + reason
-                break
-        else:
-            continue
-        break
+    for r in _REASONS:  # the first one whose words occur
+        keys, _, reason = r.partition("|")
+        if [1 for k in keys.split(",") if k in low]:
+            what += ": " + reason
+            break
     if msg:
         from mimi import policy
 

@@ -13,7 +13,7 @@ stays on flash for the model to ``read_file`` later; a request carries only the 
   an error result, so an API never sees an exchange it rejects (a 400 for ever after is
   a known failure in peers).
 - Tool results are stored cut to ``SESSION_TOOL_RESULT_MAX_BYTES``, and a tool call's
-  arguments to about ``SESSION_TOOL_ARGS_MAX_BYTES`` (``_cap_call``).
+  arguments to about ``_SESSION_TOOL_ARGS_MAX_BYTES``.
 - A file past ``SESSION_ROTATE_BYTES`` moves to ``/data/sessions/archive/<key>.<n>.jsonl``
   (``n`` grows; at most ``SESSION_ARCHIVES_MAX`` kept) and the fresh file starts with
   the last messages, so the conversation carries on. ``clear`` archives without carry.
@@ -30,6 +30,7 @@ from mimi.storage import fs
 _AGENT_HISTORY_MSGS = const(20)  # messages of history sent with each request
 _SESSION_CARRY_MSGS = const(20)  # messages copied into the fresh file at a rotation
 _SESSION_WINDOW_MAX_BYTES = const(24576)  # JSON bytes of history one load may hold
+_SESSION_TOOL_ARGS_MAX_BYTES = const(1024)  # a tool call's arguments are stored cut to about this
 
 _TAG = const("session")
 _SUFFIX = const(".jsonl")
@@ -95,7 +96,30 @@ def append(key, msg):
             c = b[:fs.utf8_end(b, cap - len(mark))].decode() + mark
         m["content"] = c
     elif m.get("tool_calls") and isinstance(m["tool_calls"], list):
-        m["tool_calls"] = [_cap_call(c) for c in m["tool_calls"]]
+        # Arguments over the cap: each long text cut (marked), each long list or object a
+        # note, so one call cannot fill the file and force rotations; the tool got them whole.
+        calls = []
+        cap = _SESSION_TOOL_ARGS_MAX_BYTES
+        for c in m["tool_calls"]:
+            args = c.get("input") if isinstance(c, dict) else None
+            if isinstance(args, dict) and len(json.dumps(args)) > cap:
+                each = max(64, cap // max(1, len(args)))
+                cut = {}
+                for k in args:
+                    v = args[k]
+                    b = json.dumps(v)
+                    if len(b) > each:
+                        if isinstance(v, str):
+                            raw = v.encode()
+                            mark = "\n[cut to %d of %d bytes in history]" % (each, len(raw))
+                            v = raw[:fs.utf8_end(raw, max(0, each - len(mark)))].decode() + mark
+                        else:
+                            v = "[%d bytes of JSON, not kept in history]" % len(b)
+                    cut[k] = v
+                c = dict(c)
+                c["input"] = cut
+            calls.append(c)
+        m["tool_calls"] = calls
     line = json.dumps(m, separators=(",", ":")) + "\n"
     p = path_for(key)
     with _lock:
@@ -112,32 +136,6 @@ def append(key, msg):
             finally:
                 f.close()
         fs.append(p, line)
-
-
-def _cap_call(c):
-    """A tool call as stored: an ``input`` over ``SESSION_TOOL_ARGS_MAX_BYTES`` of JSON has
-    each long text cut (marked) and each long list or object replaced by a note, so one
-    call cannot fill the file (and force rotations); what the tool got is not changed."""
-    args = c.get("input") if isinstance(c, dict) else None
-    cap = config.SESSION_TOOL_ARGS_MAX_BYTES
-    if not isinstance(args, dict) or len(json.dumps(args)) <= cap:
-        return c
-    each = max(64, cap // max(1, len(args)))
-    out = {}
-    for k in args:
-        v = args[k]
-        b = json.dumps(v)
-        if len(b) > each:
-            if isinstance(v, str):
-                raw = v.encode()
-                mark = "\n[cut to %d of %d bytes in history]" % (each, len(raw))
-                v = raw[:fs.utf8_end(raw, max(0, each - len(mark)))].decode() + mark
-            else:
-                v = "[%d bytes of JSON, not kept in history]" % len(b)
-        out[k] = v
-    c = dict(c)
-    c["input"] = out
-    return c
 
 
 def clear(key):

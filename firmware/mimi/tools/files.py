@@ -35,7 +35,11 @@ def _writable(path, ctx):
 
 def _readable(path, ctx, folder=False):
     """The checked path (a file, or a folder with ``folder``) when this chat may read it."""
-    return policy.check_read(fs.check(path) if folder else fs.check_file(path), ctx)
+    p = fs.check(path) if folder else fs.check_file(path)
+    why = policy.read_refusal(p, ctx)
+    if why:
+        raise ValueError(why)
+    return p
 
 
 def read_file(args, ctx):
@@ -108,6 +112,12 @@ def delete_file(args, ctx):
     n = fs.size(p)
     if n is None:
         raise ValueError("no such file: %s" % p)
+    try:
+        fs.listdir(p)
+    except fs.PathError:  # "a file, not a folder": what may be deleted
+        pass
+    else:
+        raise ValueError("%s is a folder: delete_file deletes files" % p)
     with memory.LOCK:
         fs.remove(p)
     skills.forget()
