@@ -36,6 +36,7 @@ class Ctx:
 
 def _run(provider, base_url):
     root = support.fresh_flash()
+    config.set("owner_chat", "5")  # the owner's chat reads /data/notes (tests/runtime/test_trust.py: the others)
     support.write(root + "/data/notes/todo.md", "- buy milk\n- call mum\n")
     registry.clear()
     files.register_all()

@@ -208,8 +208,12 @@ class Telegram:
             if want < 2 or isinstance(d, list):
                 return d
         except Exception:  # noqa: BLE001 - ValueError, TypeError, KeyError: all a failed call
-            if want > 1:  # not UTF-8, nested too deep...: skipped by its update_id like one over the buffer
-                return bytes(r.body)
+            # An update that cannot be parsed (not UTF-8, nested too deep): skipped by its
+            # update_id as one over the buffer is, or it would be asked for again for ever.
+            if want > 1:
+                raw = bytes(r.body)
+                if number_after(raw, b'"update_id" :') is not None:
+                    return raw
         raise OSError("bad answer")
 
     # -- the channel -------------------------------------------------------------------
