@@ -191,7 +191,18 @@ def _token(v):
     return v
 
 
-_CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider}
+def _one_of(*choices):
+    def check(v):
+        v = v.strip().lower()
+        if v not in choices:
+            raise ValueError("one of " + ", ".join(choices))
+        return v
+    return check
+
+
+_CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
+           # who sees the owner's memory, where other chats may send (docs/trust.md)
+           "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all")}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)
 
 

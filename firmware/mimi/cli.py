@@ -110,6 +110,10 @@ def _do(name, x, a):
             from mimi import clock
 
             clock.set_tz(x)
+        elif verb == "share_memory" or verb == "cross_chat":  # docs/trust.md
+            if x not in ("none", "all", "people" if verb == "share_memory" else "owner"):
+                raise TypeError(verb)
+            config.set(verb, x)
         else:  # tg_token, search_key
             head, _, tail = x.partition(":")
             if verb == "tg_token" and (not head.isdigit() or len(tail) < 5 or " " in x):

@@ -230,3 +230,12 @@ def test_store_settings_refuses_to_write_over_a_damaged_store(tmp_path):
     with pytest.raises(ValueError):
         launcher.store_settings(str(tmp_path), {"tz": "+08:00"})
     assert (tmp_path / "nvs.json").read_text() == "[1,2]"
+
+
+def test_trust_settings_are_checked_as_choices():
+    # flash.sh config and MIMI_* take the owner's choices of docs/trust.md, and nothing else
+    assert launcher.check_setting("share_memory", " People ") == "people"
+    assert launcher.check_setting("cross_chat", "owner") == "owner"
+    for name, bad in (("share_memory", "everyone"), ("cross_chat", "strangers"), ("cross_chat", "")):
+        with pytest.raises(ValueError):
+            launcher.check_setting(name, bad)

@@ -377,3 +377,20 @@ class _Scripted:
 def test_settings_have_safe_defaults():
     support.fresh_flash()
     assert config.get("share_memory") == "none" and config.get("cross_chat") == "none"
+
+
+def test_the_console_sets_the_owners_choices_and_refuses_others():
+    from mimi import cli
+
+    support.fresh_flash()
+    shown = []
+    saved = cli.out
+    cli.out = shown.append
+    try:
+        cli.execute("set_share_memory people")
+        cli.execute("set_cross_chat everyone")
+        cli.execute("set_cross_chat owner")
+    finally:
+        cli.out = saved
+    assert config.get("share_memory") == "people" and config.get("cross_chat") == "owner"
+    assert [s for s in shown if s.startswith("error")], shown
