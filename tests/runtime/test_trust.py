@@ -144,6 +144,13 @@ def test_no_chat_sends_for_the_bot_to_another_and_what_crosses_is_marked():
         assert not run("send_message", ctx(chat, b), text="to myself")[1]
     assert [m["text"] for m in support.take_all(b.outbound)] == ["to myself", "to myself"]  # own chat: no mark
     assert cronjobs.list() == []
+    # The owner's reminders are neither shown to nor removed by another chat.
+    assert not run("cron_add", ctx(OWNER, b), kind="every", every_s=3600, text="take the pills")[1]
+    assert not run("cron_add", ctx(PERSON, b), kind="every", every_s=3600, text="stretch")[1]
+    assert "pills" not in run("cron_list", ctx(GROUP, b))[0] and "stretch" in run("cron_list", ctx(PERSON, b))[0]
+    out, err = run("cron_remove", ctx(PERSON, b), id="j1")
+    assert err and "another chat" in out and len(cronjobs.list()) == 2
+    assert not run("cron_remove", ctx(PERSON, b), id="j2")[1] and not run("cron_remove", ctx(OWNER, b), id="j1")[1]
     config.set("cross_chat", "owner")
     assert not run("send_message", ctx(GROUP, b), text="hello owner", chat_id=OWNER)[1]
     assert run("send_message", ctx(GROUP, b), text="hello person", chat_id=PERSON)[1]  # the owner only

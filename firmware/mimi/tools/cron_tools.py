@@ -45,12 +45,22 @@ def cron_add(args, ctx):
     return "added job " + jid
 
 
+def _mine(j, ctx):
+    """True when this turn may see and remove job ``j``: the owner any; another chat those it
+    made (or, made before jobs kept their maker, those for it)."""
+    return not policy.role(ctx) or str(j.get("by") or j.get("chat_id")) == policy.chat_of(ctx)
+
+
 def cron_list(args, ctx):
-    out = ["%s, to %s %s: %s" % (_line(j), j.get("channel"), j.get("chat_id"), j.get("text")) for j in cronjobs.list()]
+    out = ["%s, to %s %s: %s" % (_line(j), j.get("channel"), j.get("chat_id"), j.get("text")) for j in cronjobs.list()
+           if _mine(j, ctx)]
     return "\n".join(out) if out else "no scheduled jobs"
 
 
 def cron_remove(args, ctx):
+    for j in cronjobs.list():
+        if j.get("id") == args["id"] and not _mine(j, ctx):
+            raise ValueError("job %s was made in another chat: only the owner or that chat may remove it" % args["id"])
     cronjobs.remove(args["id"])
     return "removed job " + args["id"]
 
