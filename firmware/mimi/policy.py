@@ -112,17 +112,13 @@ def area(turn):
     return _CHATS_DIR + "/" + sessions.key_for("telegram", chat_of(turn))
 
 
-def shares_memory(turn):
-    """True when this turn sees the owner's memory and profile (the owner, or as shared)."""
-    r = role(turn)
-    s = config.get("share_memory")
-    return r == _OWNER or s == "all" or s == "people" and r == _PERSON
-
-
 def memory_dir(turn):
     """The memory folder of this turn (``memory_search``, ``/memory``, the prompt's
-    MEMORY.md): the owner's, or the chat's own folder."""
-    return config.MEMORY_DIR if shares_memory(turn) else area(turn)
+    MEMORY.md): the owner's (``config.MEMORY_DIR``: the owner's turn, or as the setting
+    ``share_memory`` shares it), else the chat's own folder."""
+    r = role(turn)
+    s = config.get("share_memory")
+    return config.MEMORY_DIR if r == _OWNER or s == "all" or s == "people" and r == _PERSON else area(turn)
 
 
 # -- files ------------------------------------------------------------------------------
@@ -145,7 +141,7 @@ def read_refusal(p, turn):
                     folder == config.SESSION_ARCHIVE_DIR and name.startswith(key + ".")):
             return None  # its own history
     for root in (own, config.SOUL_PATH, config.SKILLS_DIR, config.DATASHEETS_DIR) + (
-            (config.MEMORY_DIR, config.USER_PATH) if shares_memory(turn) else ()):
+            (config.MEMORY_DIR, config.USER_PATH) if memory_dir(turn) == config.MEMORY_DIR else ()):
         if p == root or p.startswith(root + "/"):
             return None
     return "%s is not this chat's: a %s reads only its own history and its folder %s, the skills and " \

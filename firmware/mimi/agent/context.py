@@ -156,7 +156,7 @@ class Context:
         # Sections 2-6 in the order they are written: (key, heading, file path or byte
         # strings, size of the file, bytes wanted).
         secs = []
-        own = policy.shares_memory(msg)  # the owner's memory and profile: the owner's, or shared
+        own = policy.memory_dir(msg) == config.MEMORY_DIR  # the owner's memory and profile: the owner's, or shared
         mpath = config.MEMORY_PATH if own else policy.memory_dir(msg) + "/MEMORY.md"
         for key, head, body, cap in (
                 ("soul", b"\n# Personality (/data/config/SOUL.md)\n", config.SOUL_PATH, config.CONTEXT_SOUL_MAX_BYTES),
@@ -257,7 +257,7 @@ def _turn(msg, now, mode, today):
         out += _say(lines, ch) + "\n"
     if policy.role(msg):  # not the owner's turn
         a = policy.area(msg)
-        out += _say(lines, "not_owner_shared" if policy.shares_memory(msg) else "not_owner_chat", a, a) + "\n"
+        out += _say(lines, "not_owner_shared" if policy.memory_dir(msg) == config.MEMORY_DIR else "not_owner_chat", a, a) + "\n"
     if not mode:
         return (out + _say(lines, "unsynced") + "\n").encode()
     size = fs.size(today) or 0
