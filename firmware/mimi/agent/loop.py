@@ -17,6 +17,10 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
 - Group chats (``msg["is_group"]``) are not offered the ``file``, ``gpio`` and ``cron``
   tools unless the owner allows them (setting ``group_tools``: "file,cron" or "all");
   a call to a tool that was not offered gets an error result, it never runs.
+- Each turn has the role of its chat (``mimi.policy``: the owner, a second person, a
+  group; a job's turn the role of the chat that made it), put in the tools' ``ctx``; the
+  reply of a job made in another chat is marked ``[from ...]``, and a one-off job's session
+  is removed after its turn (``once``).
 - ``handle`` never raises: a failure becomes one short message to the user, and the log
   gets one line with the tag (nanobot: "a failing turn becomes a short message").
 """

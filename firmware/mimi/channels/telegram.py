@@ -11,7 +11,9 @@ In (https://core.telegram.org/bots/api#getupdates):
 - ``getUpdates`` with a 30 s long poll (its answer due within ``TG_POLL_DEADLINE_MS``), ``allowed_updates``
   set, at most ``TG_POLL_LIMIT`` updates per answer (bounds the response buffer; an
   answer over it is asked for again one update at a time, and a single update over it is
-  skipped, its sender told: its id is looked for anywhere in the kept part).
+  skipped, its sender told: its id is looked for anywhere in the kept part, however the
+  JSON is spaced (``number_after``); so is one that cannot be parsed: not UTF-8, nested
+  too deep).
 - No answer twice: updates are acted on only after the next poll, which carries the new
   offset and so confirms them to Telegram, has been sent. Confirmed updates are gone
   from Telegram for good, so a reboot cannot bring them back, and a handling failure
@@ -25,12 +27,16 @@ In (https://core.telegram.org/bots/api#getupdates):
   updates the next id is random) and is taken.
 - Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
-  ``TG_DENY_CHATS_MAX`` chats remembered), or pairs by sending the console's one-time
-  code; strangers never reach the agent.
+  ``TG_DENY_CHATS_MAX`` chats in that time: more wait, none is pushed out to be answered
+  again, ``policy.may_tell``), or pairs by sending the console's one-time code; strangers
+  never reach the agent. The inbound queue keeps room for the owner (``policy.admit``): a
+  message refused, or set aside for the owner's, is answered "busy". Every text sent has
+  what looks like a key or token redacted (``policy.redact``).
 - Text and captions of media go to the agent; other kinds (sticker, voice, location, ...)
   get ``TG_MEDIA_REPLY``; service messages, edits and callback queries are ignored
   (a callback query is answered so the client stops its spinner). In groups, only
-  messages that mention the bot or reply to it count.
+  messages that mention the bot (its own ``@name``, not a longer name: ``policy.mention``)
+  or reply to it count.
 - Commands ``/start /help /new /status /model /provider /memory`` are answered here
   (``mimi.commands``) and registered with ``setMyCommands``; others go to the agent.
 
