@@ -19,11 +19,13 @@ def visible(text):
     """``text`` with its control characters shown, not obeyed: ESC as ``\\x1b``, CR as
     ``\\r`` (line breaks and tabs stay), C1 controls (U+0080-U+009F) and DEL likewise."""
     text = str(text)
+    if not text or " " <= min(text) and max(text) < "\x7f":
+        return text  # the usual case, a line of printable ASCII: looked at in C, nothing allocated
     for ch in text:
         if ch < " " and ch != "\n" and ch != "\t" or "\x7f" <= ch <= "\x9f":
             break
     else:
-        return text  # the usual case: nothing to change, nothing allocated
+        return text  # nothing to change
     out = []
     for ch in text:
         if ch < " " and ch != "\n" and ch != "\t" or "\x7f" <= ch <= "\x9f":

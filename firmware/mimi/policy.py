@@ -329,7 +329,7 @@ def redact(text):
     replaced by ``[redacted]``: a run of ``[A-Za-z0-9_-]`` that starts with a known prefix
     and has 20 characters, or has 32 with digits, capitals and small letters mixed; the 30
     after ``<digits>:`` (a bot token); the word after ``Bearer``. Cheap when there is none:
-    words under 20 characters are not looked into."""
+    only stretches of 20 characters without a space are looked into."""
     if not text:
         return text
     for name in config.SETTINGS:
@@ -338,42 +338,54 @@ def redact(text):
             if len(v) >= 8 and v in text:
                 text = text.replace(v, _REDACTED)
     found = []
-    prev = ""
-    for word in text.split():
-        if prev == "Bearer" and len(word) >= 16:
-            found.append(word)
-        prev = word
-        if len(word) < 20:
+    k = text.find("Bearer ")
+    while k >= 0:
+        w = text[k + 7:k + 200].split(None, 1)
+        if w and len(w[0]) >= 16:
+            found.append(w[0])
+        k = text.find("Bearer ", k + 7)
+    i = 0
+    n = len(text)
+    while i < n:  # only a stretch of 20 characters without a space is looked into (no copies)
+        j = text.find(" ", i)
+        if j < 0:
+            j = n
+        if j - i < 20:
+            i = j + 1
             continue
-        last = ""
-        start = -1
-        for i in range(len(word) + 1):  # each run of key characters in the word
-            ch = word[i] if i < len(word) else " "
-            if "a" <= ch <= "z" or "A" <= ch <= "Z" or "0" <= ch <= "9" or ch == "_" or ch == "-":
-                if start < 0:
-                    start = i
+        for word in text[i:j].split():
+            if len(word) < 20:
                 continue
-            if start < 0:
-                continue
-            run = word[start:i]
-            n = len(run)
-            hit = n >= 30 and start and word[start - 1] == ":" and len(last) >= 5 and last.isdigit()
-            if n >= 20 and not hit:
-                for p in _KEY_PREFIXES.split():
-                    if run.startswith(p):
-                        hit = True
-                        break
-            if n >= 32 and not hit:
-                d = u = lo = False
-                for c in run:
-                    d = d or "0" <= c <= "9"
-                    u = u or "A" <= c <= "Z"
-                    lo = lo or "a" <= c <= "z"
-                hit = d and u and lo
-            if hit:
-                found.append(run)
-            last = run
+            last = ""
             start = -1
+            for e in range(len(word) + 1):  # each run of key characters in the word
+                ch = word[e] if e < len(word) else " "
+                if "a" <= ch <= "z" or "A" <= ch <= "Z" or "0" <= ch <= "9" or ch == "_" or ch == "-":
+                    if start < 0:
+                        start = e
+                    continue
+                if start < 0:
+                    continue
+                run = word[start:e]
+                m = len(run)
+                hit = m >= 30 and start and word[start - 1] == ":" and len(last) >= 5 and last.isdigit()
+                if m >= 20 and not hit:
+                    for p in _KEY_PREFIXES.split():
+                        if run.startswith(p):
+                            hit = True
+                            break
+                if m >= 32 and not hit:
+                    d = u = lo = False
+                    for c in run:
+                        d = d or "0" <= c <= "9"
+                        u = u or "A" <= c <= "Z"
+                        lo = lo or "a" <= c <= "z"
+                    hit = d and u and lo
+                if hit:
+                    found.append(run)
+                last = run
+                start = -1
+        i = j + 1
     for t in found:
         text = text.replace(t, _REDACTED)
     return text

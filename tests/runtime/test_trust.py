@@ -6,7 +6,7 @@ import json
 
 from mimi import app, bus as busmod, commands, config, log, policy, seam
 from mimi.agent import context, loop
-from mimi.storage import cronjobs, fs, sessions
+from mimi.storage import cronjobs, fs, sessions, skills
 from mimi.tools import cron_tools, files, memory_tools, messaging, registry
 import support
 
@@ -34,6 +34,7 @@ def _setup():
     fs.write("/data/config/USER.md", "# Owner\nName: Ada, lives at 5 Elm Street\n")
     fs.write("/data/config/SOUL.md", "# Soul\nKind and brief.\n")
     fs.write("/data/skills/tea.md", "# Tea\n\nHow to make tea.\n")
+    skills.forget()  # the index is cached between turns (and tests)
     fs.write("/data/HEARTBEAT.md", "- [ ] water the plants\n")
     sessions.append("tg_" + OWNER, {"role": "user", "content": "my bank pin is 9876"})
     sessions.append("tg_" + PERSON, {"role": "user", "content": "hello from the person"})
