@@ -69,9 +69,9 @@ def fresh_flash():
     except ImportError:
         pass
     try:
-        from mimi import policy
-        policy._sent.clear()  # its hourly counters live in RAM: cleared as a reboot would
-        policy._rearm[:] = [None]
+        from mimi import guard
+        guard._sent.clear()  # its hourly counters live in RAM: cleared as a reboot would
+        guard._rearm[:] = [None]
     except ImportError:
         pass
     return root

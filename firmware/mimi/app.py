@@ -341,9 +341,9 @@ def route(msg):
             if len(inbox) < 32:
                 inbox.append(msg)
         elif msg.get("kind") == "text":  # shown, not obeyed: no escape sequence from a chat, no key
-            from mimi import policy
+            from mimi import guard
 
-            out("\n[mimi] %s" % log.visible(policy.redact(msg.get("text", ""))))
+            out("\n[mimi] %s" % log.visible(guard.redact(msg.get("text", ""))))
         return True
     log.warn("app", "dropped %s", ch)
     return True

@@ -41,7 +41,7 @@ class Queue:
 
     def put_by(self, item, rule):
         """Put ``item`` as ``rule(items, maxlen, item) -> result`` decides, under the lock
-        (``rule`` appends, or takes another item off; ``mimi.policy.admit``). Returns its result."""
+        (``rule`` appends, or takes another item off; ``mimi.guard.admit``). Returns its result."""
         with self._lock:
             return rule(self._items, self._max, item)
 

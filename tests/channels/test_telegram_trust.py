@@ -4,12 +4,12 @@ an answer that cannot be parsed is skipped by its update_id however it is spaced
 import support
 import tgfake
 
-from mimi import bus, commands, config, policy, seam
+from mimi import bus, commands, config, guard, seam
 from mimi.channels.telegram import Telegram, number_after
 
 RUNTIMES = ("cpython", "micropython")
 
-OWNER_RESERVE, CHAT_MAX = policy.LIMITS[8], policy.LIMITS[9]
+OWNER_RESERVE, CHAT_MAX = guard.LIMITS[8], guard.LIMITS[9]
 OWNER = 42
 GROUP = -100500
 
@@ -58,15 +58,15 @@ def test_the_owners_message_pushes_another_chats_out_of_a_full_queue():
     b = bus.Bus(4, 4)
     support.fresh_flash()
     for i in range(4 - OWNER_RESERVE):
-        assert policy.admit(b.inbound, {"channel": "telegram", "chat_id": "7%d" % i}, "42") == (True, None)
-    assert policy.admit(b.inbound, {"channel": "telegram", "chat_id": "79"}, "42") == (False, None)  # the reserve
+        assert guard.admit(b.inbound, {"channel": "telegram", "chat_id": "7%d" % i}, "42") == (True, None)
+    assert guard.admit(b.inbound, {"channel": "telegram", "chat_id": "79"}, "42") == (False, None)  # the reserve
     for i in range(OWNER_RESERVE):
-        assert policy.admit(b.inbound, {"channel": "telegram", "chat_id": "42", "n": i}, "42") == (True, None)
-    ok, pushed = policy.admit(b.inbound, {"channel": "telegram", "chat_id": "42", "n": 9}, "42")
+        assert guard.admit(b.inbound, {"channel": "telegram", "chat_id": "42", "n": i}, "42") == (True, None)
+    ok, pushed = guard.admit(b.inbound, {"channel": "telegram", "chat_id": "42", "n": 9}, "42")
     assert ok and pushed["chat_id"] == "7%d" % (3 - OWNER_RESERVE)  # the newest of the others
     for i in range(3):
-        policy.admit(b.inbound, {"channel": "telegram", "chat_id": "42"}, "42")
-    assert policy.admit(b.inbound, {"channel": "telegram", "chat_id": "42"}, "42") == (False, None)  # only own
+        guard.admit(b.inbound, {"channel": "telegram", "chat_id": "42"}, "42")
+    assert guard.admit(b.inbound, {"channel": "telegram", "chat_id": "42"}, "42") == (False, None)  # only own
     assert len(b.inbound) == 4
 
 
@@ -79,8 +79,8 @@ def test_a_mention_is_the_bots_own_name_only():
                tgfake.text_update(GROUP, "(@mimi_test_bot)", chat_type="supergroup", user_id=7))
     drain(tg, now + 1)
     assert [m["text"] for m in support.take_all(b.inbound)] == ["hey , the time?", "()"]
-    assert policy.mention("@mimi_test_bot", "mimi_test_bot") == 0
-    assert policy.mention("hi @mimi_test_bot_x @mimi_test_bot!", "mimi_test_bot") == 20
+    assert guard.mention("@mimi_test_bot", "mimi_test_bot") == 0
+    assert guard.mention("hi @mimi_test_bot_x @mimi_test_bot!", "mimi_test_bot") == 20
 
 
 def test_nothing_shaped_like_a_key_is_sent_to_a_chat():

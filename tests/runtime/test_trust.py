@@ -4,7 +4,7 @@ each trying to read, write, send or schedule past what its chat may (both runtim
 Telegram side is tests/channels/test_telegram_trust.py, the policy is mimi/policy.py)."""
 import json
 
-from mimi import app, bus as busmod, commands, config, log, policy, seam
+from mimi import app, bus as busmod, commands, config, guard, log, policy, seam
 from mimi.agent import context, loop
 from mimi.storage import cronjobs, fs, sessions, skills
 from mimi.tools import cron_tools, files, memory_tools, messaging, registry
@@ -13,7 +13,7 @@ import support
 RUNTIMES = ("cpython", "micropython")
 
 (FILES_PER_TURN, BYTES_PER_TURN, FOLDER_MAX, FLASH_RESERVE, MSG_PER_TURN, MSG_PER_HOUR, REARM_MIN_S, REARM_PER_HOUR,
- OWNER_RESERVE, CHAT_MAX) = policy.LIMITS
+ OWNER_RESERVE, CHAT_MAX) = guard.LIMITS
 
 OWNER = "1001"
 PERSON = "2002"
@@ -326,7 +326,7 @@ def test_messages_per_turn_and_per_hour():
     assert len(support.take_all(b.outbound)) == MSG_PER_HOUR
     assert not run("send_message", ctx(PERSON, b), text="another chat has its own hour")[1]
     later = seam.ticks_add(seam.ticks_ms(), 3600 * 1000 + 10)
-    policy.count_message(OWNER, {}, later)  # an hour on: the owner's chat may get messages again
+    guard.count_message(OWNER, {}, later)  # an hour on: the owner's chat may get messages again
 
 
 # -- 10, 11. what leaves the board, and the console -----------------------------------------
@@ -336,15 +336,15 @@ def test_keys_and_tokens_are_redacted_and_the_console_shows_control_characters()
     _setup()
     config.set("key_anthropic", "sk-ant-api03-FAKEfakeFAKE-0000")
     config.set("tg_token", "123456789:AAFakeFakeFakeFakeFakeFakeFakeFake0")
-    t = policy.redact("keys: sk-ant-api03-FAKEfakeFAKE-0000, 987654321:ZZfakefakefakefakefakefakefakefake12 and "
+    t = guard.redact("keys: sk-ant-api03-FAKEfakeFAKE-0000, 987654321:ZZfakefakefakefakefakefakefakefake12 and "
                       "Authorization: Bearer abcdefghijklmnopqrstu, ghp_abcdefghijklmnopqrstuvwx, "
                       "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF2 and the url https://example.com/a/b?q=1 and a sha "
                       "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
     for secret in ("FAKEfake", "ZZfake", "abcdefghijklmnopqrstu", "ghp_", "aB3dE5"):
         assert secret not in t, (secret, t)
     assert "https://example.com/a/b?q=1" in t and "9f86d081884c7d659a2feaa0c55ad015" in t  # not key-shaped
-    assert policy.redact("plain words only") == "plain words only"
-    assert "AAFakeFake" not in policy.redact("the token is 123456789:AAFakeFakeFakeFakeFakeFakeFakeFake0!")
+    assert guard.redact("plain words only") == "plain words only"
+    assert "AAFakeFake" not in guard.redact("the token is 123456789:AAFakeFakeFakeFakeFakeFakeFakeFake0!")
     shown = []
     saved = app.out
     app.out = shown.append

@@ -129,8 +129,12 @@ class Agent:
             e = _unsaved[0]
             note = llm.pick(_MSG, "disk") % ("no space left" if e.args and e.args[0] == 28 else e)
             reply = reply + "\n\n" + note if reply else note
-        if reply:  # a job made in another chat says so (mimi.policy)
-            self.bus.send(channel, chat, policy.mark(msg, chat, reply) if msg.get("by") else reply, "text")
+        if reply and msg.get("by") and msg["by"] != chat:  # a job made in another chat says so
+            from mimi import guard
+
+            reply = guard.mark(msg, chat, reply)
+        if reply:
+            self.bus.send(channel, chat, reply, "text")
         self.bus.send(channel, chat, "", "idle")
         if msg.get("once") and msg.get("session"):  # a finished one-off job: its talk goes with it
             try:

@@ -28,14 +28,14 @@ In (https://core.telegram.org/bots/api#getupdates):
 - Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
   ``TG_DENY_CHATS_MAX`` chats in that time: more wait, none is pushed out to be answered
-  again, ``policy.may_tell``), or pairs by sending the console's one-time code; strangers
-  never reach the agent. The inbound queue keeps room for the owner (``policy.admit``): a
+  again, ``guard.may_tell``), or pairs by sending the console's one-time code; strangers
+  never reach the agent. The inbound queue keeps room for the owner (``guard.admit``): a
   message refused, or set aside for the owner's, is answered "busy". Every text sent has
-  what looks like a key or token redacted (``policy.redact``).
+  what looks like a key or token redacted (``guard.redact``).
 - Text and captions of media go to the agent; other kinds (sticker, voice, location, ...)
   get ``TG_MEDIA_REPLY``; service messages, edits and callback queries are ignored
   (a callback query is answered so the client stops its spinner). In groups, only
-  messages that mention the bot (its own ``@name``, not a longer name: ``policy.mention``)
+  messages that mention the bot (its own ``@name``, not a longer name: ``guard.mention``)
   or reply to it count.
 - Commands ``/start /help /new /status /model /provider /memory`` are answered here
   (``mimi.commands``) and registered with ``setMyCommands``; others go to the agent.
@@ -63,7 +63,7 @@ import json
 
 from micropython import const
 
-from mimi import commands, config, log, policy, seam
+from mimi import commands, config, guard, log, seam
 from mimi.channels import tgformat
 
 # Tunables (config.py holds those shared by several modules and the settings).
@@ -413,7 +413,7 @@ class Telegram:
                         if t is None:
                             continue
                         me = self.me
-                        k = policy.mention(t, me.get("username"))  # its own @name, not a longer one
+                        k = guard.mention(t, me.get("username"))  # its own @name, not a longer one
                         if k >= 0:
                             t = (t[:k] + t[k + 1 + len(me.get("username")):]).strip()
                         elif ((m.get("reply_to_message") or {}).get("from") or {}).get("id") != me.get("id"):
@@ -424,7 +424,7 @@ class Telegram:
                             self.queue_text(cid, commands.text("paired"), True)
                             continue
                         log.info("tg", "denied %s", cid)
-                        if policy.may_tell(self.told, cid, now, config.TG_DENY_REPLY_MS, config.TG_DENY_CHATS_MAX):
+                        if guard.may_tell(self.told, cid, now, config.TG_DENY_REPLY_MS, config.TG_DENY_CHATS_MAX):
                             self.queue_text(cid, commands.text("deny", cid, cid), True)
                         continue
                     if cap:
@@ -445,7 +445,7 @@ class Telegram:
                             continue
                     from mimi.storage import sessions
 
-                    ok, pushed = policy.admit(self.bus.inbound, {
+                    ok, pushed = guard.admit(self.bus.inbound, {
                         "channel": "telegram", "chat_id": cid, "text": t, "session": sessions.key_for("telegram", cid),
                         "user": (m.get("from") or {}).get("first_name", ""), "message_id": m.get("message_id"),
                         "is_group": group}, commands.owner())  # room kept for the owner (mimi.policy)
@@ -515,7 +515,7 @@ class Telegram:
         chunk with nothing but spaces and fence lines (a cut right after a ``` line, a run
         of blank lines longer than a message) is not sent: Telegram would refuse it as
         empty, and its stand-in would be a false "(no reply)"."""
-        chunks = tgformat.split(policy.redact(text))  # nothing shaped like a key leaves the board
+        chunks = tgformat.split(guard.redact(text))  # nothing shaped like a key leaves the board
         for c in chunks:
             if len(chunks) == 1 or plain or not tgformat.blank(c):
                 self.outq.append([chat_id, c, 0, 1 if plain else 0])

@@ -39,13 +39,6 @@ _MSG = const("|400 the request was refused|401 the API key was rejected|403 the 
              "|reach could not reach %s (%s)|wait %s; try again later (in %d s)"
              "|big the reply was larger than the %d KB I can hold|")
 # Reasons an error may give, found by words in its type, code or message: (words, what the chat reads).
-# Each is "words,words|what the chat reads" (long strings: not interned, docs/heap.md).
-_REASONS = ("context_length,context length,context window,too many tokens,prompt is too long,maximum context"
-            "|the conversation is too long for the model (/new starts afresh)",
-            "model_not_found,does not exist,unknown model,invalid model,no such model"
-            "|the model name is not known there",
-            "max_tokens,max_completion_tokens|the reply length is not accepted by that model",
-            "credit balance,billing details,payment required|the account has no credit left")
 _sleep_ms = seam.sleep_ms  # tests patch this
 
 
@@ -160,18 +153,12 @@ def _status_error(r, name):
     if status == 404:
         what += ": check the model and base URL"
     # The server's own words never reach a chat (a proxy may echo the key): a known reason
-    # does, and the console gets the words with anything shaped like a key hidden.
-    words = "%s %s %s" % (kind, code, msg if isinstance(msg, str) else "")
-    low = words.lower()
-    for r in _REASONS:  # the first one whose words occur
-        keys, _, reason = r.partition("|")
-        if [1 for k in keys.split(",") if k in low]:
-            what += ": " + reason
-            break
-    if msg:
-        from mimi import policy
+    # does (mimi.guard, loaded for errors only), and the console gets the words, redacted.
+    from mimi import guard
 
-        log.warn(_TAG, "%s %d: %s", name, status, policy.redact(wire.repair_utf16(str(msg)[:_ERR_MSG_MAX])))
+    what += guard.reason("%s %s %s" % (kind, code, msg if isinstance(msg, str) else ""))
+    if msg:
+        log.warn(_TAG, "%s %d: %s", name, status, guard.redact(wire.repair_utf16(str(msg)[:_ERR_MSG_MAX])))
     return LLMError(what, status, hint == "true" if hint in ("true", "false") else
                     (status in (408, 409, 429) or status >= 500) and not quota)
 

@@ -2,7 +2,8 @@
 
 All paths go through ``mimi.storage.fs.check`` (``/data`` only), then ``mimi.policy``: a chat
 other than the owner's reads only what is its own or shared and writes only its own folder,
-and a turn's writes count against its quota (files, bytes, the flash kept free). The model retrieves
+and a turn's writes count against its quota (files, bytes, the flash kept free:
+``mimi.guard``). The model retrieves
 for itself with these (seed 004): the context holds the map, these open the files.
 Files mimi keeps for itself (sessions, the cron store, runtime state, certificates)
 may be read but not written. Every read is capped; a partial read says which bytes it
@@ -23,20 +24,32 @@ _TOOL_SEARCH_MAX_HITS = const(30)  # search_files
 
 def _writable(path, ctx):
     """The checked path, unless it is a file mimi keeps for itself (read-only to tools) or
-    one this chat may not write (``policy.check_write``: a chat other than the owner's
+    one this chat may not write (``guard.check_write``: a chat other than the owner's
     writes only its own folder, so nothing it writes steers the owner's turns)."""
     p = fs.check_file(path)
     for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
         if p == r or p.startswith(r + "/"):
             raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
                 r, " (use the cron tools)" if r == config.CRON_PATH else ""))
-    return policy.check_write(p, ctx)
+    if policy.role(ctx):  # not the owner's turn: the rules for the others (loaded then)
+        from mimi import guard
+
+        guard.check_write(p, ctx)
+    return p
 
 
 def _readable(path, ctx, folder=False):
-    """The checked path (a file, or a folder with ``folder``) when this chat may read it."""
+    """The checked path (a file, or a folder with ``folder``) when this chat may read it;
+    ``path`` None: a function ``fn(path) -> why or None`` (listings), or None for the owner,
+    who reads all."""
+    if not policy.role(ctx):
+        return None if path is None else fs.check(path) if folder else fs.check_file(path)
+    from mimi import guard  # not the owner's turn: the rules for the others (loaded then)
+
+    if path is None:
+        return lambda p: guard.read_refusal(p, ctx)
     p = fs.check(path) if folder else fs.check_file(path)
-    why = policy.read_refusal(p, ctx)
+    why = guard.read_refusal(p, ctx)
     if why:
         raise ValueError(why)
     return p
@@ -73,7 +86,9 @@ def write_file(args, ctx):
     data = args["content"].encode()
     if len(data) > config.TOOL_WRITE_MAX_BYTES:
         raise ValueError("content is %d bytes; at most %d per write" % (len(data), config.TOOL_WRITE_MAX_BYTES))
-    policy.count_write(p, len(data), ctx, fs.size(p) is None)
+    from mimi import guard  # the limits load with the first write, not with every read-only turn
+
+    guard.count_write(p, len(data), ctx, fs.size(p) is None)
     with memory.LOCK:
         fs.write(p, data)
     skills.forget()  # a skill may have changed: the index shows it next turn
@@ -99,7 +114,9 @@ def edit_file(args, ctx):
         text = None
         if len(data) > limit:
             raise ValueError("the edit would make %s %d bytes (limit %d)" % (p, len(data), limit))
-        policy.count_write(p, len(data), ctx, False)
+        from mimi import guard
+
+        guard.count_write(p, len(data), ctx, False)
         fs.write(p, data)
     skills.forget()
     return "edited %s (%d bytes now)" % (p, len(data))
@@ -128,7 +145,8 @@ def list_dir(args, ctx):
     """``path`` (default ``/data``): entries, folders marked with ``/``; entries this chat
     may not read are left out."""
     p = _readable(args.get("path") or config.DATA, ctx, True)
-    entries = [e for e in fs.listdir(p) if not policy.read_refusal(p + "/" + e[0], ctx) or
+    why = _readable(None, ctx)
+    entries = [e for e in fs.listdir(p) if not why or not why(p + "/" + e[0]) or
                e[1] and p == config.DATA]  # a top folder shows: inside, the listing says what is this chat's
     if not entries:
         return "%s is empty" % p
@@ -196,6 +214,7 @@ def search_files(args, ctx):
     (seed 004's search_files).
     """
     root = _readable(args.get("path") or config.DATA, ctx, True)
+    why = _readable(None, ctx)
     words = args["query"].lower().split()
     if not words:
         raise ValueError("query is empty: give one or more keywords")
@@ -206,7 +225,7 @@ def search_files(args, ctx):
         folder, depth = todo.pop()
         for name, is_dir, size in fs.listdir(folder):
             q = folder + "/" + name
-            if policy.read_refusal(q, ctx) and not (is_dir and folder == config.DATA):
+            if why and why(q) and not (is_dir and folder == config.DATA):
                 continue
             if is_dir:
                 if depth:

@@ -5,11 +5,10 @@ this tool. The target must be the current chat, the owner's chat, or an allowed 
 (settings ``owner_chat``, ``allowed_chats``), so a prompt cannot make the bot message
 strangers; a second person's or a group's turn reaches only itself unless the owner's
 setting ``cross_chat`` allows more, and a text one chat sends to another starts with
-``[from ...]`` (``mimi.policy``). Each turn and each chat has a rate (``policy.count_message``).
+``[from ...]`` (``mimi.guard``). Each turn and each chat has a rate (``guard.count_message``).
 """
 from micropython import const
 
-from mimi import policy
 from mimi.tools import registry
 
 # Tunables (config.py holds those shared by several modules and the settings).
@@ -19,8 +18,10 @@ _TOOL_MESSAGE_MAX_BYTES = const(4096)  # one send_message text
 def check_chat(chat, ctx):
     """Raise ``ValueError`` unless this turn may reach ``chat`` (str): its own chat; for the
     owner's turns the owner's or an allowed chat; for others as ``cross_chat`` allows
-    (``mimi.policy.check_target``; cron_add too)."""
-    policy.check_target(chat, ctx)
+    (``mimi.guard.check_target``; cron_add too)."""
+    from mimi import guard
+
+    guard.check_target(chat, ctx)
 
 
 def send_message(args, ctx):
@@ -43,8 +44,10 @@ def send_message(args, ctx):
     if not chat or chat == "None":
         raise ValueError("chat_id is needed")
     check_chat(chat, ctx)
-    policy.count_message(chat, ctx)
-    if not bus.send(channel, chat, policy.redact(policy.mark(ctx, chat, text)), "text"):
+    from mimi import guard
+
+    guard.count_message(chat, ctx)
+    if not bus.send(channel, chat, guard.redact(guard.mark(ctx, chat, text)), "text"):
         raise ValueError("the outbound queue is full; try again later")
     return "sent to %s chat %s (%d bytes)" % (channel, chat, n)
 
