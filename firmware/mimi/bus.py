@@ -39,12 +39,6 @@ class Queue:
             self._items.append(item)
             return True
 
-    def put_by(self, item, rule):
-        """Put ``item`` as ``rule(items, maxlen, item) -> result`` decides, under the lock
-        (``rule`` appends, or takes another item off; ``mimi.guard.admit``). Returns its result."""
-        with self._lock:
-            return rule(self._items, self._max, item)
-
     def put_wait(self, item, timeout_ms):
         """Append ``item``, waiting up to ``timeout_ms`` for room; False when still full."""
         t0 = seam.ticks_ms()

@@ -72,16 +72,23 @@ _rearm = [None]  # when the owner was last told of a refused job (ticks_ms), the
 # -- files ------------------------------------------------------------------------------
 
 
-def read_refusal(p, turn):
-    """Why this turn may not read the checked device path ``p`` (a folder too), or None."""
+def refusal(p, turn, write=False):
+    """Why this turn may not read (or, with ``write``, write or delete) the checked device
+    path ``p`` (a folder too), or None. The owner: anything the tools reach
+    (``mimi.tools.files`` keeps mimi's own files out of writes). Others write only their own
+    folder, and read it, their own history, SOUL.md, skills, datasheets, and the owner's
+    memory and profile when ``share_memory`` shares them."""
     r = policy.role(turn)
     if r == _OWNER:
         return None
+    own = policy.area(turn)
+    if write:
+        return None if p.startswith(own + "/") else \
+            "%s is outside this chat's folder: a chat other than the owner's writes only under %s" % (p, own)
     if p in (config.DATA, config.CONFIG_DIR, config.SESSIONS_DIR, config.SESSION_ARCHIVE_DIR, _CHATS_DIR):
         return None  # folders on the way to what it may read: listings leave the rest out
     from mimi.storage import sessions
 
-    own = policy.area(turn)
     name = p[p.rfind("/") + 1:]
     folder = p[:p.rfind("/")]
     for key in (turn.get("session") or "", sessions.key_for("telegram", policy.chat_of(turn))):
@@ -96,144 +103,6 @@ def read_refusal(p, turn):
            "datasheets" % (p, "group" if r == _GROUP else "second person's chat", own)
 
 
-def check_write(p, turn):
-    """Raise ``ValueError`` unless this turn may write (or delete) ``p``; return ``p``.
-
-    The owner: anywhere the tools write (``mimi.tools.files`` keeps mimi's own files out).
-    Others: their own folder.
-    """
-    if policy.role(turn) == _OWNER:
-        return p
-    own = policy.area(turn)
-    if not p.startswith(own + "/"):
-        raise ValueError("%s is outside this chat's folder: a chat other than the owner's writes only under %s"
-                         % (p, own))
-    return p
-
-
-def mark(turn, chat, text):
-    """``text`` as it goes to ``chat``: with ``[from ...]`` first when another chat caused
-    it (``the owner``, ``chat 555``, ``group -100123``)."""
-    c = policy.chat_of(turn)
-    if chat == c:
-        return text
-    r = policy.role(turn)
-    return "[from %s] %s" % ("the owner" if r == _OWNER else ("group " if r == _GROUP else "chat ") + c, text)
-
-
-
-
-def count_write(p, nbytes, turn, new):
-    """Count a write of ``nbytes`` to ``p`` (``new``: the file does not exist yet) against
-    this turn's quota, or raise ``ValueError`` saying which limit it passes. The count is
-    kept in the turn (``turn["spent"]``: paths written, bytes, messages sent, jobs made)."""
-    from mimi.storage import fs
-
-    w = turn.get("spent") or turn.setdefault("spent", [[], 0, 0, False])
-    if p not in w[0] and len(w[0]) >= _TOOL_WRITE_FILES_PER_TURN:
-        raise ValueError("this turn has written %d files, the most one turn may" % len(w[0]))
-    if w[1] + nbytes > _TOOL_WRITE_BYTES_PER_TURN:
-        raise ValueError("this turn has written %d bytes; %d more passes the %d one turn may" % (
-            w[1], nbytes, _TOOL_WRITE_BYTES_PER_TURN))
-    free = seam.flash_free()
-    if free is not None and free - nbytes < _TOOL_FLASH_RESERVE_BYTES:
-        raise ValueError("the flash has %d KB free; writes keep %d KB for the assistant itself (delete_file what "
-                         "is not needed)" % (free // 1024, _TOOL_FLASH_RESERVE_BYTES // 1024))
-    if new:
-        d = p[:p.rfind("/")]
-        try:
-            n = len(fs.listdir(d))
-        except OSError:
-            n = 0
-        if n >= _TOOL_WRITE_FOLDER_MAX:
-            raise ValueError("%s holds %d entries, the most a tool may fill a folder with" % (d, n))
-    if p not in w[0]:
-        w[0].append(p)
-    w[1] += nbytes
-
-
-# -- messages ---------------------------------------------------------------------------
-
-
-def check_target(chat, turn):
-    """Raise ``ValueError`` unless this turn may send to (or make a job for) ``chat`` (str).
-
-    Any turn may reach its own chat. The owner's turns reach any allowed chat; others reach
-    the owner too with ``cross_chat`` "owner", every allowed chat with "all".
-    """
-    from mimi import commands
-
-    if chat == str(turn.get("chat_id")) or chat == policy.chat_of(turn):
-        return
-    if chat != commands.owner() and not commands.is_allowed(chat):
-        raise ValueError("chat %s is not this chat, the owner's, or an allowed chat" % chat)
-    if policy.role(turn) == _OWNER:
-        return
-    c = config.get("cross_chat")
-    if not (c == "all" or c == "owner" and chat == commands.owner()):
-        raise ValueError("this chat may send only to itself (the owner's setting cross_chat is %s)" % c)
-
-
-def count_message(chat, turn, now_ms=None):
-    """Count one ``send_message`` text to ``chat``, or raise ``ValueError`` when this turn
-    sent ``_TOOL_MSG_PER_TURN`` already or ``chat`` got ``_TOOL_MSG_PER_HOUR`` in the last hour."""
-    now = seam.ticks_ms() if now_ms is None else now_ms
-    w = turn.get("spent") or turn.setdefault("spent", [[], 0, 0, False])
-    if w[2] >= _TOOL_MSG_PER_TURN:
-        raise ValueError("this turn has sent %d messages, the most one turn may: put the rest in the reply" % w[2])
-    times = _sent.get(chat)
-    if times is None:
-        if len(_sent) >= _RATE_CHATS_MAX:
-            for k in list(_sent):  # forget the chats with nothing in the last hour
-                if not [t for t in _sent[k] if seam.ticks_diff(now, t) < _HOUR_MS]:
-                    del _sent[k]
-        if len(_sent) >= _RATE_CHATS_MAX:
-            raise ValueError("too many chats were sent messages in the last hour")
-        times = _sent[chat] = []
-    while times and seam.ticks_diff(now, times[0]) >= _HOUR_MS:
-        times.pop(0)
-    if len(times) >= _TOOL_MSG_PER_HOUR:
-        raise ValueError("chat %s got %d messages in the last hour, the most it may: try later" % (chat, len(times)))
-    times.append(now)
-    w[2] += 1
-
-
-# -- reminders --------------------------------------------------------------------------
-
-
-def may_rearm(turn, first_s, now_s, now_ms=None):
-    """Raise ``ValueError`` when a job's or the heartbeat's turn may not make a job whose
-    first run is at ``first_s`` (unix s; None while the clock is unset): one per turn, none
-    sooner than ``_CRON_REARM_MIN_S``, ``_CRON_REARM_PER_HOUR`` an hour. Other turns: no
-    limit. A refusal is told to the owner on the bus, once an hour at most."""
-    if turn.get("channel") not in ("cron", "heartbeat"):
-        return
-    now = seam.ticks_ms() if now_ms is None else now_ms
-    made = _rearm
-    while len(made) > 1 and seam.ticks_diff(now, made[1]) >= _HOUR_MS:
-        made.pop(1)
-    w = turn.get("spent") or turn.setdefault("spent", [[], 0, 0, False])
-    if w[3]:
-        why = "a scheduled job's turn may make one job"
-    elif first_s is not None and first_s - now_s < _CRON_REARM_MIN_S:
-        why = "a job made by a scheduled job starts no sooner than %d s" % _CRON_REARM_MIN_S
-    elif len(made) - 1 >= _CRON_REARM_PER_HOUR:
-        why = "scheduled jobs made %d jobs in the last hour, the most they may" % (len(made) - 1)
-    else:
-        made.append(now)
-        w[3] = True
-        return
-    from mimi import commands
-
-    bus = turn.get("bus")
-    owner = commands.owner()
-    if (made[0] is None or seam.ticks_diff(now, made[0]) >= _HOUR_MS) and bus is not None and owner:
-        made[0] = now
-        bus.send("telegram", owner, commands.text("cron_rearm_stopped", turn.get("job") or turn.get("session"), why),
-                 "text", 0)
-    raise ValueError(why)
-
-
 # -- the inbound queue ------------------------------------------------------------------
 
 
@@ -245,19 +114,19 @@ def admit(queue, msg, owner_chat):
     refused only when the queue is full of the owner's own; when other chats fill it, the
     newest message of theirs is taken off (``pushed``, for the channel to tell its sender)."""
     chat = str(msg.get("chat_id"))
-
-    def rule(items, most, msg):
+    with queue._lock:  # the queue's own lock: the rule needs its items as they are (mimi.bus)
+        items = queue._items
         if chat != owner_chat:
             mine = 0
             for m in items:
                 if m.get("chat_id") == chat:
                     mine += 1
-            if mine >= _BUS_CHAT_MAX or len(items) >= most - _BUS_OWNER_RESERVE:
+            if mine >= _BUS_CHAT_MAX or len(items) >= queue._max - _BUS_OWNER_RESERVE:
                 return False, None
             items.append(msg)
             return True, None
         pushed = None
-        if len(items) >= most:
+        if len(items) >= queue._max:
             for i in range(len(items) - 1, -1, -1):
                 m = items[i]
                 if m.get("channel") == "telegram" and m.get("chat_id") != owner_chat:
@@ -267,8 +136,6 @@ def admit(queue, msg, owner_chat):
                 return False, None
         items.append(msg)
         return True, pushed
-
-    return queue.put_by(msg, rule)
 
 
 # -- what leaves the board, who is addressed, who is answered -----------------------------

@@ -25,7 +25,7 @@ What a role reaches (settings in brackets, defaults first):
   it.
 
 This module only says who a turn is (every turn loads it: it is small); the rules for the
-other chats' files (``guard.read_refusal``, ``guard.check_write``), the ``[from ...]``
+other chats' files (``guard.refusal``), the ``[from ...]``
 mark (``guard.mark``) and the limits on one turn are ``mimi.guard``'s, loaded when a chat
 other than the owner's reads, or any turn writes, sends or schedules.
 """

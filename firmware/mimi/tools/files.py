@@ -24,7 +24,7 @@ _TOOL_SEARCH_MAX_HITS = const(30)  # search_files
 
 def _writable(path, ctx):
     """The checked path, unless it is a file mimi keeps for itself (read-only to tools) or
-    one this chat may not write (``guard.check_write``: a chat other than the owner's
+    one this chat may not write (``guard.refusal``: a chat other than the owner's
     writes only its own folder, so nothing it writes steers the owner's turns)."""
     p = fs.check_file(path)
     for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
@@ -34,7 +34,9 @@ def _writable(path, ctx):
     if policy.role(ctx):  # not the owner's turn: the rules for the others (loaded then)
         from mimi import guard
 
-        guard.check_write(p, ctx)
+        why = guard.refusal(p, ctx, True)
+        if why:
+            raise ValueError(why)
     return p
 
 
@@ -47,9 +49,9 @@ def _readable(path, ctx, folder=False):
     from mimi import guard  # not the owner's turn: the rules for the others (loaded then)
 
     if path is None:
-        return lambda p: guard.read_refusal(p, ctx)
+        return lambda p: guard.refusal(p, ctx)
     p = fs.check(path) if folder else fs.check_file(path)
-    why = guard.read_refusal(p, ctx)
+    why = guard.refusal(p, ctx)
     if why:
         raise ValueError(why)
     return p
