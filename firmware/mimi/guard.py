@@ -16,8 +16,8 @@ they run; the Telegram channel and the console at once).
   between them; a refusal is told to the owner, once an hour at most.
 - The inbound queue (``admit``) keeps ``_BUS_OWNER_RESERVE`` places for the owner and lets
   another chat hold at most ``_BUS_CHAT_MAX``: the owner's message is never refused for
-  other chats' traffic. Strangers are answered fairly by time (``may_tell``); a group
-  addresses the bot by its own ``@name`` only (``mention``).
+  other chats' traffic. (Strangers answered fairly by time, and a group addressing the
+  bot by its own ``@name`` only, are the Telegram channel's.)
 - ``reason`` names the known reason of an API error, the server's own words never reach a
   chat; ``redact`` hides what looks like a key or a token (and every secret setting's value) in
   what goes to a chat or the console.
@@ -29,7 +29,7 @@ counts of an hour live in RAM (``_sent``, ``_rearm``): a reboot clears them.
 """
 from micropython import const
 
-from mimi import config, policy, seam
+from mimi import config, pick, policy, seam
 
 # What one turn may do (issue 14).
 _TOOL_WRITE_FILES_PER_TURN = const(16)  # distinct files one turn may write
@@ -57,13 +57,28 @@ _CHATS_DIR = const("/data/chats")  # as mimi.policy's
 # Prefixes of keys and tokens services hand out (Anthropic, OpenAI, GitHub, Slack, Google,
 # Tavily, Brave, Hugging Face, GitLab): one string, split when a long word is looked at.
 _KEY_PREFIXES = const("sk- sk_ rk_ pk_ ghp_ gho_ ghs_ github_pat_ xoxb- xoxp- AIza tvly- BSA hf_ glpat-")
-# Each is "words,words|what the chat reads" (long strings: not interned, docs/heap.md).
-_REASONS = const(("context_length,context length,context window,too many tokens,prompt is too long,maximum context"
-                  "|the conversation is too long for the model (/new starts afresh)",
-                  "model_not_found,does not exist,unknown model,invalid model,no such model"
-                  "|the model name is not known there",
-                  "max_tokens,max_completion_tokens|the reply length is not accepted by that model",
-                  "credit balance,billing details,payment required|the account has no credit left"))
+# An API error's known reasons, "words,words=what the chat reads;..." (one string: RAM).
+_REASONS = const("context_length,context length,context window,too many tokens,prompt is too long,maximum context"
+                 "=the conversation is too long for the model (/new starts afresh);"
+                 "model_not_found,does not exist,unknown model,invalid model,no such model"
+                 "=the model name is not known there;"
+                 "max_tokens,max_completion_tokens=the reply length is not accepted by that model;"
+                 "credit balance,billing details,payment required=the account has no credit left")
+# The refusals, by key (``mimi.pick``: one string in RAM, not one each).
+_MSG = const("|out %s is outside this chat's folder: a chat other than the owner's writes only under %s"
+             "|not %s is not this chat's: a %s reads only its own history and its folder %s, the skills and datasheets"
+             "|files this turn has written %d files, the most one turn may"
+             "|bytes this turn has written %d bytes; %d more passes the %d one turn may"
+             "|flash the flash has %d KB free; writes keep %d KB for the assistant itself (delete_file what is not needed)"
+             "|folder %s holds %d entries, the most a tool may fill a folder with"
+             "|chat chat %s is not this chat, the owner's, or an allowed chat"
+             "|self this chat may send only to itself (the owner's setting cross_chat is %s)"
+             "|sent this turn has sent %d messages, the most one turn may: put the rest in the reply"
+             "|chats too many chats were sent messages in the last hour"
+             "|hour chat %s got %d messages in the last hour, the most it may: try later"
+             "|one a scheduled job's turn may make one job"
+             "|soon a job made by a scheduled job starts no sooner than %d s"
+             "|jobs scheduled jobs made %d jobs in the last hour, the most they may|")
 _sent = {}  # chat id -> [ticks_ms of each send_message text it got in the last hour]
 _rearm = [None]  # when the owner was last told of a refused job (ticks_ms), then the ticks of the jobs made
 # (tests clear _sent and _rearm as a reboot would: tests/support.py)
@@ -84,7 +99,7 @@ def refusal(p, turn, write=False):
     own = policy.area(turn)
     if write:
         return None if p.startswith(own + "/") else \
-            "%s is outside this chat's folder: a chat other than the owner's writes only under %s" % (p, own)
+            pick(_MSG, "out") % (p, own)
     if p in (config.DATA, config.CONFIG_DIR, config.SESSIONS_DIR, config.SESSION_ARCHIVE_DIR, _CHATS_DIR):
         return None  # folders on the way to what it may read: listings leave the rest out
     from mimi.storage import sessions
@@ -99,8 +114,128 @@ def refusal(p, turn, write=False):
             (config.MEMORY_DIR, config.USER_PATH) if policy.memory_dir(turn) == config.MEMORY_DIR else ()):
         if p == root or p.startswith(root + "/"):
             return None
-    return "%s is not this chat's: a %s reads only its own history and its folder %s, the skills and " \
-           "datasheets" % (p, "group" if r == _GROUP else "second person's chat", own)
+    return pick(_MSG, "not") % (p, "group" if r == _GROUP else "second person's chat", own)
+
+
+def mark(turn, chat, text):
+    """``text`` as it goes to ``chat``: with ``[from ...]`` first when another chat caused
+    it (``the owner``, ``chat 555``, ``group -100123``)."""
+    c = policy.chat_of(turn)
+    if chat == c:
+        return text
+    r = policy.role(turn)
+    return "[from %s] %s" % ("the owner" if r == _OWNER else ("group " if r == _GROUP else "chat ") + c, text)
+
+
+
+
+def count_write(p, nbytes, turn, new):
+    """Count a write of ``nbytes`` to ``p`` (``new``: the file does not exist yet) against
+    this turn's quota, or raise ``ValueError`` saying which limit it passes. The count is
+    kept in the turn (``turn["spent"]``: paths written, bytes, messages sent, jobs made)."""
+    from mimi.storage import fs
+
+    w = turn.get("spent") or turn.setdefault("spent", [[], 0, 0, False])
+    if p not in w[0] and len(w[0]) >= _TOOL_WRITE_FILES_PER_TURN:
+        raise ValueError(pick(_MSG, "files") % len(w[0]))
+    if w[1] + nbytes > _TOOL_WRITE_BYTES_PER_TURN:
+        raise ValueError(pick(_MSG, "bytes") % (w[1], nbytes, _TOOL_WRITE_BYTES_PER_TURN))
+    free = seam.flash_free()
+    if free is not None and free - nbytes < _TOOL_FLASH_RESERVE_BYTES:
+        raise ValueError(pick(_MSG, "flash") % (free // 1024, _TOOL_FLASH_RESERVE_BYTES // 1024))
+    if new:
+        d = p[:p.rfind("/")]
+        try:
+            n = len(fs.listdir(d))
+        except OSError:
+            n = 0
+        if n >= _TOOL_WRITE_FOLDER_MAX:
+            raise ValueError(pick(_MSG, "folder") % (d, n))
+    if p not in w[0]:
+        w[0].append(p)
+    w[1] += nbytes
+
+
+# -- messages ---------------------------------------------------------------------------
+
+
+def check_target(chat, turn):
+    """Raise ``ValueError`` unless this turn may send to (or make a job for) ``chat`` (str).
+
+    Any turn may reach its own chat. The owner's turns reach any allowed chat; others reach
+    the owner too with ``cross_chat`` "owner", every allowed chat with "all".
+    """
+    from mimi import commands
+
+    if chat == str(turn.get("chat_id")) or chat == policy.chat_of(turn):
+        return
+    if chat != commands.owner() and not commands.is_allowed(chat):
+        raise ValueError(pick(_MSG, "chat") % chat)
+    if policy.role(turn) == _OWNER:
+        return
+    c = config.get("cross_chat")
+    if not (c == "all" or c == "owner" and chat == commands.owner()):
+        raise ValueError(pick(_MSG, "self") % c)
+
+
+def count_message(chat, turn, now_ms=None):
+    """Count one ``send_message`` text to ``chat``, or raise ``ValueError`` when this turn
+    sent ``_TOOL_MSG_PER_TURN`` already or ``chat`` got ``_TOOL_MSG_PER_HOUR`` in the last hour."""
+    now = seam.ticks_ms() if now_ms is None else now_ms
+    w = turn.get("spent") or turn.setdefault("spent", [[], 0, 0, False])
+    if w[2] >= _TOOL_MSG_PER_TURN:
+        raise ValueError(pick(_MSG, "sent") % w[2])
+    times = _sent.get(chat)
+    if times is None:
+        if len(_sent) >= _RATE_CHATS_MAX:
+            for k in list(_sent):  # forget the chats with nothing in the last hour
+                if not [t for t in _sent[k] if seam.ticks_diff(now, t) < _HOUR_MS]:
+                    del _sent[k]
+        if len(_sent) >= _RATE_CHATS_MAX:
+            raise ValueError(pick(_MSG, "chats"))
+        times = _sent[chat] = []
+    while times and seam.ticks_diff(now, times[0]) >= _HOUR_MS:
+        times.pop(0)
+    if len(times) >= _TOOL_MSG_PER_HOUR:
+        raise ValueError(pick(_MSG, "hour") % (chat, len(times)))
+    times.append(now)
+    w[2] += 1
+
+
+# -- reminders --------------------------------------------------------------------------
+
+
+def may_rearm(turn, first_s, now_s, now_ms=None):
+    """Raise ``ValueError`` when a job's or the heartbeat's turn may not make a job whose
+    first run is at ``first_s`` (unix s; None while the clock is unset): one per turn, none
+    sooner than ``_CRON_REARM_MIN_S``, ``_CRON_REARM_PER_HOUR`` an hour. Other turns: no
+    limit. A refusal is told to the owner on the bus, once an hour at most."""
+    if turn.get("channel") not in ("cron", "heartbeat"):
+        return
+    now = seam.ticks_ms() if now_ms is None else now_ms
+    made = _rearm
+    while len(made) > 1 and seam.ticks_diff(now, made[1]) >= _HOUR_MS:
+        made.pop(1)
+    w = turn.get("spent") or turn.setdefault("spent", [[], 0, 0, False])
+    if w[3]:
+        why = pick(_MSG, "one")
+    elif first_s is not None and first_s - now_s < _CRON_REARM_MIN_S:
+        why = pick(_MSG, "soon") % _CRON_REARM_MIN_S
+    elif len(made) - 1 >= _CRON_REARM_PER_HOUR:
+        why = pick(_MSG, "jobs") % (len(made) - 1)
+    else:
+        made.append(now)
+        w[3] = True
+        return
+    from mimi import commands
+
+    bus = turn.get("bus")
+    owner = commands.owner()
+    if (made[0] is None or seam.ticks_diff(now, made[0]) >= _HOUR_MS) and bus is not None and owner:
+        made[0] = now
+        bus.send("telegram", owner, commands.text("cron_rearm_stopped", turn.get("job") or turn.get("session"), why),
+                 "text", 0)
+    raise ValueError(why)
 
 
 # -- the inbound queue ------------------------------------------------------------------
@@ -138,15 +273,15 @@ def admit(queue, msg, owner_chat):
         return True, pushed
 
 
-# -- what leaves the board, who is addressed, who is answered -----------------------------
+# -- what leaves the board --------------------------------------------------------------
 
 
 def reason(words):
     """``": <a known reason>"`` for an API error whose type, code and message are ``words``
     (the first of ``_REASONS`` whose words occur, case ignored), else ''."""
     low = words.lower()
-    for r in _REASONS:
-        keys, _, said = r.partition("|")
+    for r in _REASONS.split(";"):
+        keys, _, said = r.partition("=")
         if [1 for k in keys.split(",") if k in low]:
             return ": " + said
     return ""
@@ -217,41 +352,3 @@ def redact(text):
     for t in found:
         text = text.replace(t, _REDACTED)
     return text
-
-
-def mention(text, username):
-    """Where the bot's own ``@username`` is in ``text`` (index), or -1: case ignored, and
-    only where no name character (``[A-Za-z0-9_]``) comes right after it or right before
-    the ``@``, so ``@mimi_bot_fan`` and ``a@mimi_bot`` do not address ``@mimi_bot``."""
-    if not username:
-        return -1
-    low = text.lower()
-    name = "@" + username.lower()
-    k = low.find(name)
-    while k >= 0:
-        for j in (k + len(name), k - 1):
-            ch = low[j] if 0 <= j < len(low) else " "
-            if "a" <= ch <= "z" or "0" <= ch <= "9" or ch == "_":
-                break
-        else:
-            return k
-        k = low.find(name, k + 1)
-    return -1
-
-
-def may_tell(told, chat, now_ms, period_ms, most):
-    """True when a stranger ``chat`` may get its reply now (and it is noted in ``told``,
-    chat id -> ticks_ms of its reply). Fair by time: a chat is answered once per
-    ``period_ms``; at most ``most`` chats are remembered, and while that many were answered
-    within the period a new one waits (no one is pushed out to be answered again)."""
-    last = told.get(chat)
-    if last is not None and seam.ticks_diff(now_ms, last) < period_ms:
-        return False
-    if last is None and len(told) >= most:
-        for k in list(told):
-            if seam.ticks_diff(now_ms, told[k]) >= period_ms:
-                del told[k]
-        if len(told) >= most:
-            return False
-    told[chat] = now_ms
-    return True

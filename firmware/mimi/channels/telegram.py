@@ -28,14 +28,15 @@ In (https://core.telegram.org/bots/api#getupdates):
 - Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
   ``TG_DENY_CHATS_MAX`` chats in that time: more wait, none is pushed out to be answered
-  again, ``guard.may_tell``), or pairs by sending the console's one-time code; strangers
+  again), or pairs by sending the console's one-time code; strangers
   never reach the agent. The inbound queue keeps room for the owner (``guard.admit``): a
   message refused, or set aside for the owner's, is answered "busy". Every text sent has
   what looks like a key or token redacted (``guard.redact``).
 - Text and captions of media go to the agent; other kinds (sticker, voice, location, ...)
   get ``TG_MEDIA_REPLY``; service messages, edits and callback queries are ignored
   (a callback query is answered so the client stops its spinner). In groups, only
-  messages that mention the bot (its own ``@name``, not a longer name: ``guard.mention``)
+  messages that mention the bot (its own ``@name``, not a longer name: no name character
+  right after it or before the ``@``)
   or reply to it count.
 - Commands ``/start /help /new /status /model /provider /memory`` are answered here
   (``mimi.commands``) and registered with ``setMyCommands``; others go to the agent.
@@ -413,9 +414,18 @@ class Telegram:
                         if t is None:
                             continue
                         me = self.me
-                        k = guard.mention(t, me.get("username"))  # its own @name, not a longer one
+                        name = "@%s" % me.get("username")
+                        low = t.lower()
+                        k = low.find(name.lower())
+                        while k >= 0:  # its own @name: no name character right after it, or before the @
+                            for j in (k + len(name), k - 1):
+                                if 0 <= j < len(low) and ("a" <= low[j] <= "z" or "0" <= low[j] <= "9" or low[j] == "_"):
+                                    break
+                            else:
+                                break
+                            k = low.find(name.lower(), k + 1)
                         if k >= 0:
-                            t = (t[:k] + t[k + 1 + len(me.get("username")):]).strip()
+                            t = (t[:k] + t[k + len(name):]).strip()
                         elif ((m.get("reply_to_message") or {}).get("from") or {}).get("id") != me.get("id"):
                             continue
                     if not commands.is_allowed(cid):
@@ -424,7 +434,17 @@ class Telegram:
                             self.queue_text(cid, commands.text("paired"), True)
                             continue
                         log.info("tg", "denied %s", cid)
-                        if guard.may_tell(self.told, cid, now, config.TG_DENY_REPLY_MS, config.TG_DENY_CHATS_MAX):
+                        # Fair by time: once per period each; while TG_DENY_CHATS_MAX were answered
+                        # within it a new one waits (none is pushed out to be answered again).
+                        told = self.told
+                        last = told.get(cid)
+                        if last is None and len(told) >= config.TG_DENY_CHATS_MAX:
+                            for c in list(told):
+                                if seam.ticks_diff(now, told[c]) >= config.TG_DENY_REPLY_MS:
+                                    del told[c]
+                        if (len(told) < config.TG_DENY_CHATS_MAX if last is None else
+                                seam.ticks_diff(now, last) >= config.TG_DENY_REPLY_MS):
+                            told[cid] = now
                             self.queue_text(cid, commands.text("deny", cid, cid), True)
                         continue
                     if cap:
