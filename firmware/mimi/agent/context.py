@@ -48,6 +48,7 @@ _RULES_PATH = __file__.rsplit("/", 1)[0] + "/rules.md"
 _RULES_MISSING = const(b"# Who you are\nYou are mimi, a personal assistant on a small board. Be brief.\n")
 # The sentences of the turn block (section 7), by key: same place, same reasons.
 _TURN_PATH = __file__.rsplit("/", 1)[0] + "/turn.md"
+_OTHERS_PATH = __file__.rsplit("/", 1)[0] + "/others.md"  # the sentence for a chat other than the owner's
 
 _TAG = const("ctx")
 _ROOM = const(b"\n[cut for room]")
@@ -255,9 +256,15 @@ def _turn(msg, now, mode, today):
     out = "\n# This turn\nChannel: %s, chat %s (session %s)\n" % (ch, msg.get("chat_id", "?"), msg.get("session", "?"))
     if ch in ("cron", "heartbeat"):
         out += _say(lines, ch) + "\n"
-    if policy.role(msg):  # not the owner's turn
+    if policy.role(msg):  # not the owner's turn: its sentence is in others.md, read only then
         a = policy.area(msg)
-        out += _say(lines, "not_owner_shared" if policy.memory_dir(msg) == config.MEMORY_DIR else "not_owner_chat", a, a) + "\n"
+        try:
+            with open(_OTHERS_PATH, "rb") as f:
+                other = f.read(1024)
+        except OSError:
+            other = b""
+        out += _say(other, "not_owner_shared" if policy.memory_dir(msg) == config.MEMORY_DIR else "not_owner_chat",
+                    a, a) + "\n"
     if not mode:
         return (out + _say(lines, "unsynced") + "\n").encode()
     size = fs.size(today) or 0
