@@ -60,8 +60,6 @@ def set_flash_root(path):
         os.putenv("MIMI_FLASH", _root)
 
 
-_S_IFLNK = const(0xA000)
-_LINKS_FOLDERS_MAX = const(32)
 # Unix port: folder -> (inode, mtime_s, when listed (s), [names of the links in it]); None
 # turns the check off (host_sim's bench: it measures the board, whose LittleFS has no links).
 _links = {}
@@ -74,13 +72,9 @@ def real_path(path):
     board never needs: LittleFS has no symbolic links, but a host folder may, and a link
     must not lead a tool to ``nvs.json``: a path under ``/data`` through a link that leads
     out raises ``OSError(EACCES)``. On CPython the real location (links resolved) must be
-    inside ``<flash>/data``. The unix port's ``os`` cannot resolve a link (no ``lstat``,
-    ``readlink`` or ``realpath``), but its listings name links (``ilistdir`` type
-    ``S_IFLNK``): there a path through any link under ``/data`` is refused, wherever it
-    leads. Each folder on the way is stat'ed and listed only when it changed since its last
-    listing (about 1.5 us a name on x86 when nothing changed; a listing per access costs
-    50 us); a listing made within the second of the folder's last change is not trusted
-    (times are whole seconds), so the next access lists it again.
+    inside ``<flash>/data``. The unix port cannot resolve a link: there a path through any
+    link under ``/data`` is refused, wherever it leads (``mimi.links``, which lists folders
+    only when they changed).
     """
     p = _root + path
     if path[:5] != "/data" or path[5:6] not in ("", "/"):
@@ -91,23 +85,10 @@ def real_path(path):
         if r != data and not r.startswith(data + os.sep):
             raise OSError(13, pick(_MSG, "link") % path)
     elif _RT == "unix" and _links is not None:
-        cur = _root + "/data"
-        for name in path[6:].split("/"):
-            if not name:
-                continue
-            try:
-                st = os.stat(cur)
-                c = _links.get(cur)
-                if c is None or c[0] != st[1] or c[1] != st[8] or c[2] <= st[8]:
-                    if len(_links) >= _LINKS_FOLDERS_MAX:
-                        _links.clear()
-                    c = _links[cur] = (st[1], st[8], int(time.time()),
-                                       [e[0] for e in os.ilistdir(cur) if e[1] == _S_IFLNK])
-            except OSError:
-                break  # a folder on the way is missing (or a file): nothing to follow
-            if name in c[3]:
-                raise OSError(13, pick(_MSG, "link") % path)
-            cur = cur + "/" + name
+        from mimi import links  # the unix port's check, loaded only where it runs
+
+        if links.through(_links, _root, path):
+            raise OSError(13, pick(_MSG, "link") % path)
     return p
 
 

@@ -96,8 +96,7 @@ def append(key, msg):
             c = b[:fs.utf8_end(b, cap - len(mark))].decode() + mark
         m["content"] = c
     elif m.get("tool_calls") and isinstance(m["tool_calls"], list):
-        # Arguments over the cap: each long text cut (marked), each long list or object a
-        # note, so one call cannot fill the file and force rotations; the tool got them whole.
+        # Arguments over the cap: each long value cut (marked), so one call cannot fill the file and force rotations; the tool got them whole.
         calls = []
         cap = _SESSION_TOOL_ARGS_MAX_BYTES
         for c in m["tool_calls"]:
@@ -108,13 +107,10 @@ def append(key, msg):
                 for k in args:
                     v = args[k]
                     b = json.dumps(v)
-                    if len(b) > each:
-                        if isinstance(v, str):
-                            raw = v.encode()
-                            mark = "\n[cut to %d of %d bytes in history]" % (each, len(raw))
-                            v = raw[:fs.utf8_end(raw, max(0, each - len(mark)))].decode() + mark
-                        else:
-                            v = "[%d bytes of JSON, not kept in history]" % len(b)
+                    if len(b) > each:  # a text cut; a list or an object as its JSON text, cut
+                        raw = (v if isinstance(v, str) else b).encode()
+                        mark = "\n[cut to %d of %d bytes in history]" % (each, len(raw))
+                        v = raw[:fs.utf8_end(raw, max(0, each - len(mark)))].decode() + mark
                     cut[k] = v
                 c = dict(c)
                 c["input"] = cut

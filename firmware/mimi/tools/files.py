@@ -128,19 +128,11 @@ def delete_file(args, ctx):
     """``path``: delete a file (not a folder) the chat may write, so the model can take
     back what it wrote; the checks of ``write_file`` apply."""
     p = _writable(args["path"], ctx)
-    n = fs.size(p)
-    if n is None:
-        raise ValueError("no such file: %s" % p)
-    try:
-        fs.listdir(p)
-    except fs.PathError:  # "a file, not a folder": what may be deleted
-        pass
-    else:
-        raise ValueError("%s is a folder: delete_file deletes files" % p)
+    fs.read(p, 0)  # a file: a folder, or nothing, raises saying which
     with memory.LOCK:
         fs.remove(p)
     skills.forget()
-    return "deleted %s (%d bytes)" % (p, n)
+    return "deleted " + p
 
 
 def list_dir(args, ctx):
