@@ -47,10 +47,23 @@ _REPLY = ("Good morning! Everything is fine here: the board is up, the clock is 
           "nothing is waiting for you. Anything I can do? ") * 2
 
 
+SUMMARY = ("Ann checks on the board each morning and asks what her memory file holds; it has the headings "
+           "Owner, People, Plans and Preferences. She wants short answers. Open: nothing.")
+
+
+def is_summary_request(req):
+    """True for the agent's compaction call (``mimi.agent.compact``: its prompt, no tools)."""
+    body = req.get("json") or {}
+    return not body.get("tools") and "running summary" in str(body.get("system") or body.get("messages"))
+
+
 def responder(req):
-    """The fake model: a read_file call when asked about a file, text otherwise."""
+    """The fake model: a read_file call when asked about a file, text otherwise (and a
+    summary when the agent asks for one)."""
     from host_sim.fakes.llm import Reply
 
+    if is_summary_request(req):
+        return Reply.text(SUMMARY, usage=(900, 40))
     msgs = (req.get("json") or {}).get("messages") or []
     last = msgs[-1] if msgs else {}
     content = last.get("content")

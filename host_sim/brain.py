@@ -134,6 +134,9 @@ def _fact(user_text):
 def think(req):
     """Answer one request (its JSON body, either protocol): ``{"text", "calls"}``."""
     system, msgs, tools = normalise(req)
+    if not tools and "running summary" in system:  # the agent's compaction call (mimi.agent.compact)
+        asked = [ln[6:].strip() for ln in (msgs[-1]["text"] if msgs else "").splitlines() if ln[:6] == "User: "]
+        return _say("You asked about: " + "; ".join(a[:60] for a in asked[-8:]) + "." if asked else "")
     # This turn: the last user message and what followed it (tool calls and results).
     start = 0
     for k in range(len(msgs) - 1, -1, -1):

@@ -18,8 +18,13 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
     MIMI_MODEL          model
     MIMI_LLM_BASE_URL   base_url       the official SDK's convention: no /v1 for
                                        Anthropic, with /v1 for OpenAI-compatible servers
-    MIMI_ALLOWED_CHATS  allowed_chats  comma-separated chat ids (groups are negative)
+    MIMI_ALLOWED_CHATS  allowed_chats  comma-separated chat ids (groups are negative;
+                                       Feishu's: fs_ou_... a person, fs_oc_... a group)
     MIMI_TZ             tz             UTC offset: +08:00 (also +8, +0800, -05:30, UTC)
+    MIMI_FEISHU_APP_ID, MIMI_FEISHU_APP_SECRET, MIMI_FEISHU_DOMAIN
+                        feishu_app_id, feishu_app_secret, feishu_domain
+                                       the Feishu app (domain default https://open.feishu.cn;
+                                       https://open.larksuite.com for Lark)
 
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
@@ -74,6 +79,9 @@ ENV_SETTINGS = (
     ("MIMI_LLM_BASE_URL", "base_url"),
     ("MIMI_ALLOWED_CHATS", "allowed_chats"),
     ("MIMI_TZ", "tz"),
+    ("MIMI_FEISHU_APP_ID", "feishu_app_id"),
+    ("MIMI_FEISHU_APP_SECRET", "feishu_app_secret"),
+    ("MIMI_FEISHU_DOMAIN", "feishu_domain"),
 )
 TG_API_BASE_DEFAULT = "https://api.telegram.org"
 # The presets of docs/internals.md ("LLM"), when firmware/mimi/llm does not say (its
@@ -149,9 +157,10 @@ def _tz(v):
 def _chats(v):
     ids = [p.strip() for p in v.split(",") if p.strip()]
     for i in ids:
-        if not i.lstrip("-").isdigit():
-            raise ValueError("comma-separated numeric chat ids such as 123456789,-100987 (got %r)" % i)
-    return ",".join(str(int(i)) for i in ids)
+        fs = i[:6] in ("fs_ou_", "fs_oc_") and len(i) > 6 and all(c.isascii() and (c.isalnum() or c in "_-") for c in i)
+        if not i.lstrip("-").isdigit() and not fs:
+            raise ValueError("comma-separated chat ids such as 123456789,-100987 or fs_ou_... (got %r)" % i)
+    return ",".join(i if i[:3] == "fs_" else str(int(i)) for i in ids)
 
 
 def _url(v):
@@ -201,6 +210,7 @@ def _one_of(*choices):
 
 
 _CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
+           "feishu_domain": _url, "feishu_app_id": _plain,
            # who sees the owner's memory, where other chats may send (docs/trust.md)
            "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all")}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)

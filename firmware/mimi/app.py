@@ -21,10 +21,12 @@ if the I/O thread itself hangs or dies, nobody feeds it and the board resets. Ct
 that reaches a thread stops the app (``stop()``); at the REPL, ``cli.run()`` and the host
 launcher turn Ctrl-C into ``stop()``.
 
-Routing (``route``): ``telegram`` -> the Telegram channel; ``cli`` -> the serial
+Routing (``route``): ``telegram`` -> the Telegram channel; ``feishu`` (and any message
+to a ``fs_`` chat id: a job's, the owner's) -> the Feishu channel; ``cli`` -> the serial
 console; ``cron`` -> Telegram for a numeric chat id, else the console; ``heartbeat`` ->
-the owner on Telegram, except typing/notes and a ``HEARTBEAT_OK`` reply, which are
-dropped. The console (the ``cli`` channel's outbound side) is a few lines of ``route``:
+the owner on Telegram (or Feishu), except typing/notes and a ``HEARTBEAT_OK`` reply,
+which are dropped. The Feishu channel exists only while ``feishu_app_id`` is set at
+``init`` (its module and buffers cost RAM). The console (the ``cli`` channel's outbound side) is a few lines of ``route``:
 while ``mimi.cli.ask`` waits (``asking``) its messages are kept in ``inbox`` for it,
 otherwise a text is printed at once (a cron job reporting to the console).
 """
@@ -44,7 +46,7 @@ _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound message
 
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
-    "healthy": False, "wdt": False, "telegram": None, "cron": None, "heartbeat": None,
+    "healthy": False, "wdt": False, "telegram": None, "feishu": None, "cron": None, "heartbeat": None,
     "net": None, "threads": {},
 }
 _lock = seam.allocate_lock()
@@ -95,6 +97,10 @@ def init(agent_factory=None):
             seam.collect()
         b = state["bus"] = bus.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)
         state["telegram"] = Telegram(b, bufs=bufs)
+        if config.get("feishu_app_id"):  # its modules and 18 KB of buffers only when set up
+            from mimi.channels import feishu
+
+            state["feishu"] = feishu.init(b)
         state["heartbeat"] = services.Heartbeat(b)
         for name in config.APP_TOOL_MODULES:  # each tool module registers its tools
             try:
@@ -135,7 +141,7 @@ def forget():
     settings (tests; also after changing buffer sizes). Only while stopped."""
     if state["running"]:
         raise RuntimeError("running")
-    for k in ("bus", "context", "telegram", "cron", "heartbeat", "net"):
+    for k in ("bus", "context", "telegram", "feishu", "cron", "heartbeat", "net"):
         state[k] = None
     state["stop"] = False
     state["threads"] = {}
@@ -297,6 +303,7 @@ def _io_loop():
     cron = state["cron"] = state["cron"] or Cron(state["bus"])
     hb = heartbeat()
     tg = state["telegram"]
+    fs = state["feishu"]
     q = state["bus"].outbound
     held = None  # an outbound message its channel had no room for yet
     try:
@@ -304,6 +311,8 @@ def _io_loop():
             now = seam.ticks_ms()
             net.tick(now)
             busy = tg.tick(now)
+            if fs is not None:
+                busy = fs.tick(now) or busy
             for _ in range(8):
                 held = held or q.get(0)
                 if held is None or not route(held):
@@ -320,6 +329,8 @@ def _io_loop():
                     held = None
     finally:
         tg.stop()
+        if fs is not None:
+            fs.stop()
 
 
 def route(msg):
@@ -333,7 +344,14 @@ def route(msg):
             return True
         ch = "telegram"
     elif ch == "cron":
-        ch = "telegram" if cid.lstrip("-").isdigit() else "cli"
+        ch = "telegram" if cid.partition(":")[0].lstrip("-").isdigit() else "cli"  # "chat:topic" too
+    if cid[:3] == "fs_":  # a Feishu chat, whoever named it (a job, the owner, send_message)
+        ch = "feishu"
+    if ch == "feishu":
+        if state["feishu"] is None:
+            log.warn("app", "no feishu: %s", cid)
+            return True
+        return state["feishu"].deliver(msg)
     if ch == "telegram":
         return state["telegram"].deliver(msg)
     if ch == "cli":

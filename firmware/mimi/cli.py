@@ -100,6 +100,14 @@ def _do(name, x, a):
             return commands.provider(x)
         if verb == "model":
             return commands.model(x)
+        if verb == "feishu":  # the app's id and secret, and for Lark its domain
+            config.set("feishu_app_id", x.strip())
+            config.set("feishu_app_secret", a[1].strip())
+            if len(a) > 2:
+                config.set("feishu_domain", a[2].strip().rstrip("/"))
+            return "feishu_app_id set to %s, feishu_app_secret to %s, feishu_domain %s%s" % (
+                x.strip(), config.masked("feishu_app_secret"), config.get("feishu_domain"),
+                "" if app.state["feishu"] else "; restart to connect (restart)")
         x = x.strip()
         if verb == "api_key":
             llm.set_key(x)

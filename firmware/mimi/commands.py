@@ -8,7 +8,8 @@ functions directly. Provider and model changes go through ``mimi.llm.switch`` (w
 checks, persists and rebuilds the provider); tokens come from ``mimi.llm.usage``.
 
 Access: closed by default. A chat reaches the agent only when its id is in the setting
-``allowed_chats`` (comma-separated ids; groups have negative ids). The owner allows a
+``allowed_chats`` (comma-separated ids; Telegram groups have negative ids; Feishu chats
+are ``fs_ou_...`` for a person, ``fs_oc_...`` for a group, see ``mimi.channels.feishu``). The owner allows a
 chat on the serial console (``allow <id>``) or by sending, from that chat, the one-time
 pairing code the console prints (``new_code``; void after ``TG_PAIR_TRIES`` wrong
 tries, so it cannot be guessed). The first private chat allowed becomes the owner
@@ -74,11 +75,12 @@ def status():
     s = seam.ticks_diff(seam.ticks_ms(), t0 or 0) // 1000
     tg = app.state["telegram"]
     fl = seam.flash_free()
+    fs = app.state.get("feishu")
     return text("status", VERSION, seam.describe(), llm.describe(), heap(),
                 "%d KB free" % (fl // 1024) if fl is not None else "n/a",
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
                 tg.describe() if tg else "not started", "synced" if seam.clock_synced() else "not set",
-                usage.summary())
+                usage.summary()) + ("\nFeishu: " + fs.describe() if fs else "")
 
 
 def wifi():
@@ -215,11 +217,23 @@ _code = [None, 0]  # the pairing code (str, or None when there is none) and wron
 
 
 def _id(chat_id):
-    """``chat_id`` as canonical text (``"123"``, ``"-100456"``); ``ValueError`` if it is not an id."""
+    """``chat_id`` as canonical text (``"123"``, ``"-100456"``, ``"fs_ou_ab12"``); ``ValueError``
+    if it is not an id."""
     s = str(chat_id).strip()
+    if s[:6] in ("fs_ou_", "fs_oc_") and 6 < len(s) <= 40:  # Feishu: an open_id or a chat_id
+        for c in s:
+            if not (c.isalpha() or c.isdigit() or c == "_" or c == "-") or c > "z":
+                raise ValueError(text("bad_id", s))
+        return s
     if not s.lstrip("-").isdigit() or len(s) > 21 or not int(s):  # no chat has id 0
         raise ValueError(text("bad_id", s))
     return str(int(s))
+
+
+def is_group(chat_id):
+    """True for a group chat's id: negative (Telegram), ``fs_oc_...`` (Feishu; a person's is
+    ``fs_ou_...``)."""
+    return chat_id.startswith("-") or chat_id.startswith("fs_oc_")
 
 
 def allowed():
@@ -239,7 +253,7 @@ def owner():
     """The owner's chat id (str): the setting, else the first allowed private chat, else ''."""
     o = config.get("owner_chat")
     for c in [] if o else allowed():
-        if c and c[0] != "-":  # groups have negative ids
+        if c and not is_group(c):
             return c
     return o
 
@@ -254,7 +268,7 @@ def allow(chat_id):
     if cid in ids:
         return text("allowed", cid, "already ")
     config.set("allowed_chats", ",".join(ids + [cid]))  # ValueError when over the store's limit
-    if config.get("owner_chat") or cid[0] == "-":
+    if config.get("owner_chat") or is_group(cid):
         return text("allowed", cid, "")
     config.set("owner_chat", cid)
     return text("owner", cid)
@@ -282,6 +296,12 @@ def new_code():
     _code[0] = "%06d" % (int.from_bytes(os.urandom(4), "big") % 1000000)
     _code[1] = 0
     return _code[0]
+
+
+def code():
+    """The pairing code in force (a new one when there is none): what a second channel's
+    banner shows, so it does not void the first one's."""
+    return _code[0] or new_code()
 
 
 def try_code(chat_id, text):

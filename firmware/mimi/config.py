@@ -173,6 +173,13 @@ WEB_BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 WEB_TAVILY_URL = "https://api.tavily.com/search"
 # Tool groups a group chat may use besides the safe ones ("file,cron", "all"; issue 4).
 SETTINGS["group_tools"] = ("group_tools", "", False)
+# A running summary of what left a chat's window (mimi/agent/compact.py; issue 13): "off" stops it.
+SETTINGS["compact"] = ("compact", "on", False)
+# Feishu / Lark (issue 15): the app's credentials, and its open platform's address
+# (https://open.larksuite.com for Lark).
+SETTINGS["feishu_app_id"] = ("fs_app_id", "", False)
+SETTINGS["feishu_app_secret"] = ("fs_app_secret", "", True)
+SETTINGS["feishu_domain"] = ("fs_domain", "https://open.feishu.cn", False)
 # Trust between chats (mimi/policy.py, docs/trust.md; issue 14). Who besides the owner sees
 # the owner's memory and profile: "none", "people" (second allowed persons), "all" (groups too).
 SETTINGS["share_memory"] = ("share_memory", "none", False)

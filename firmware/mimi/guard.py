@@ -106,7 +106,7 @@ def refusal(p, turn, write=False):
 
     name = p[p.rfind("/") + 1:]
     folder = p[:p.rfind("/")]
-    for key in (turn.get("session") or "", sessions.key_for("telegram", policy.chat_of(turn))):
+    for key in (turn.get("session") or "", policy.area(turn)[len(_CHATS_DIR) + 1:]):  # its session key
         if key and (folder == config.SESSIONS_DIR and name == key + ".jsonl" or
                     folder == config.SESSION_ARCHIVE_DIR and name.startswith(key + ".")):
             return None  # its own history

@@ -56,24 +56,26 @@ def role(turn):
     if ch == "cli" or ch == "heartbeat":
         return _OWNER
     chat = chat_of(turn)
-    if turn.get("is_group") or chat[:1] == "-":
+    if turn.get("is_group") or chat[:1] == "-" or chat[:6] == "fs_oc_":  # commands.is_group's rule
         return _GROUP
-    if not chat.isdigit():  # a job made on the console ("console")
-        return _OWNER if ch == "cron" else _PERSON
+    if ch == "cron" and chat == config.CLI_CHAT_ID:  # a job made on the console
+        return _OWNER
     # commands.owner()'s rule, here: importing mimi.commands would cost a turn its heap
     o = config.get("owner_chat")
     for c in [] if o else config.get("allowed_chats").split(","):
-        if c and c[0] != "-":
+        if c and c[0] != "-" and c[:6] != "fs_oc_":
             o = c
             break
     return _OWNER if chat == o else _PERSON
 
 
 def area(turn):
-    """The folder of a chat's own notes: ``/data/chats/tg_555`` (a group's ``tg_-100123``)."""
+    """The folder of a chat's own notes: ``/data/chats/tg_555`` (a group's ``tg_-100123``, a
+    Feishu chat's ``fs_ou_...``)."""
     from mimi.storage import sessions
 
-    return _CHATS_DIR + "/" + sessions.key_for("telegram", chat_of(turn))
+    c = chat_of(turn)
+    return _CHATS_DIR + "/" + sessions.key_for("feishu" if c[:3] == "fs_" else "telegram", c)
 
 
 def memory_dir(turn):

@@ -169,7 +169,7 @@ class Heartbeat:
         if not self.bus.inbound.put({"channel": "heartbeat", "chat_id": owner,
                                      "session": sessions.key_for("heartbeat", owner),
                                      "text": commands.text("heartbeat", "- " + "\n- ".join(tasks)),
-                                     "reply_channel": "telegram"}):
+                                     "reply_channel": "feishu" if owner[:3] == "fs_" else "telegram"}):
             self.next_ms = seam.ticks_add(seam.ticks_ms(), 60000)  # busy: try again in a minute
             return commands.text("hb_busy")
         self.runs += 1

@@ -16,20 +16,49 @@ own format:
   code=None)``: the API's error body (kind defaults from the status:
   429 rate_limit_error / rate_limit_exceeded, 529 overloaded_error, ...);
 - ``Reply.malformed()``: a 200 whose body is not JSON;
+- ``Reply.body_error(code, message, on_choice=False)``: a 200 whose body is an error
+  object (OpenRouter's shape: ``{"error": {"code", "message", "metadata"}}``, or on the
+  choice with ``finish_reason`` "error");
+- ``Reply.tools(..., stop="max_tokens")``: the calls cut off by the length limit
+  (Anthropic ``stop_reason`` max_tokens, OpenAI ``finish_reason`` length; give OpenAI
+  arguments as a cut string);
+- ``stop="refusal"``: Anthropic's ``stop_reason`` refusal; OpenAI's ``message.refusal``
+  (the text, or a stock sentence) with ``finish_reason`` stop (``content_filter`` is
+  there as its own stop);
 - options on any reply: ``.slow(seconds)``, ``.chunked()``, ``.thinking(text)``
   (OpenAI: ``reasoning_content``; ``.think_tags()`` puts it in ``<think>`` tags in
   content instead), ``.drop()`` (close without answering), ``usage=(in, out)``.
 A client that cannot hold the Python object (firmware under ``micropython``) drives the
 fake over HTTP: ``POST /_fake/script`` with a JSON list of ``Reply.to_dict()`` forms,
 ``GET /_fake/requests`` (what arrived, as JSON), ``POST /_fake/reset``.
+Images: Anthropic ``image`` blocks (``source.type`` base64, ``media_type`` one of
+image/jpeg, png, gif, webp, ``data`` valid base64) and OpenAI ``image_url`` parts (a
+``data:<type>;base64,`` URL) are checked as the APIs check them and kept, decoded, in
+``images``; ``vision=False`` (a text-only model) refuses them with the API's 400.
+``FakeOpenAI`` also serves ``POST /v1/audio/transcriptions`` (multipart ``file`` and
+``model``; answers ``{"text": fake.transcript}``; the uploads are kept in ``audio``).
 When the script is empty the fake answers ``Reply.text("ok")`` (or calls ``responder(req)``
 if set). ``strict`` (default True) makes the fake refuse, with the API's 400 error, what
 the real API refuses: a missing key or version header, a tool result without its tool
 call, a tool call left unanswered, roles out of order.
 
+What the real APIs do across a conversation (issue 13), each also settable over HTTP
+(``POST /_fake/config`` with a JSON object of these; ``/_fake/reset`` clears them):
+- a user message holding ``REFUSAL_TRIGGER`` (Anthropic's documented test string) is
+  refused, in every request that still holds it: "attempting to continue without
+  resetting will result in continued refusals" (Anthropic, "Streaming refusals");
+- ``context_tokens``: a request over that many tokens (bytes / 4) gets the provider's
+  context-window error: Anthropic 400 "prompt is too long: N tokens > M maximum",
+  OpenAI 400 ``context_length_exceeded``;
+- ``thinking`` (OpenAI fake: DeepSeek's thinking mode): every answer carries
+  ``reasoning_content``, and a request whose assistant message with ``tool_calls`` lacks
+  it gets DeepSeek's 400 ("The reasoning_content in the thinking mode must be passed
+  back to the API.", https://api-docs.deepseek.com/guides/thinking_mode).
+
 Sources: https://docs.anthropic.com/en/api/messages, https://docs.anthropic.com/en/api/errors,
+https://docs.anthropic.com/en/docs/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals,
 https://platform.openai.com/docs/api-reference/chat/create,
-https://platform.openai.com/docs/guides/error-codes.
+https://platform.openai.com/docs/guides/error-codes, https://openrouter.ai/docs/api-reference/errors.
 """
 import json
 import os
@@ -56,6 +85,7 @@ class Reply:
         self.drop_ = False
         self.reasoning = None
         self.reasoning_in_tags = False
+        self.on_choice = kw.get("on_choice", False)
 
     # -- kinds --------------------------------------------------------------------------
 
@@ -64,8 +94,8 @@ class Reply:
         return cls("text", text=text, stop=stop, usage=usage)
 
     @classmethod
-    def tools(cls, calls, text="", usage=None):
-        return cls("tools", calls=list(calls), text=text, stop="tool_use", usage=usage)
+    def tools(cls, calls, text="", usage=None, stop="tool_use"):
+        return cls("tools", calls=list(calls), text=text, stop=stop, usage=usage)
 
     @classmethod
     def error(cls, status, kind=None, message=None, retry_after=None, retry_after_ms=None, code=None):
@@ -75,6 +105,10 @@ class Reply:
     @classmethod
     def malformed(cls):
         return cls("malformed")
+
+    @classmethod
+    def body_error(cls, code, message, on_choice=False):
+        return cls("body_error", code=code, message=message, on_choice=on_choice)
 
     # -- options --------------------------------------------------------------------------
 
@@ -102,7 +136,7 @@ class Reply:
     # -- as JSON (the control API) ----------------------------------------------------------
 
     _FIELDS = ("kind", "text_", "stop", "calls", "status", "err_kind", "message", "code", "retry_after",
-               "retry_after_ms", "usage", "delay_s", "chunked_", "drop_", "reasoning", "reasoning_in_tags")
+               "retry_after_ms", "usage", "delay_s", "chunked_", "drop_", "reasoning", "reasoning_in_tags", "on_choice")
 
     def to_dict(self):
         return {k.rstrip("_"): getattr(self, k) for k in self._FIELDS}
@@ -127,14 +161,37 @@ def _approx_tokens(b):
     return max(1, len(b) // 4)
 
 
+# Anthropic's documented test prompt that makes the API refuse ("Streaming refusals").
+REFUSAL_TRIGGER = "ANTHROPIC_MAGIC_STRING_TRIGGER_REFUSAL_1FAEFB6177B4672DEE07F9D3AFC62588CCD2631EDCF22E8CCC1FB35B501C9C86"
+_SETTABLE = ("context_tokens", "thinking")
+
+
+def _user_texts(msgs):
+    """Every text a user message of the request holds (string content or text blocks)."""
+    for m in msgs if isinstance(msgs, list) else ():
+        if isinstance(m, dict) and m.get("role") == "user":
+            c = m.get("content")
+            for b in [c] if isinstance(c, str) else c if isinstance(c, list) else ():
+                if isinstance(b, str):
+                    yield b
+                elif isinstance(b, dict) and isinstance(b.get("text"), str):
+                    yield b["text"]
+
+
 class _FakeLLM(FakeServer):
-    def __init__(self, api_key=None, strict=True, model=None):
+    def __init__(self, api_key=None, strict=True, model=None, vision=True):
         super().__init__()
         self.api_key = api_key  # when set, other keys get 401
         self.strict = strict
         self.model = model
+        self.vision = vision
+        self.images = []  # (media type, decoded bytes) of every image that arrived
+        self.audio = []  # (model, filename, content type, bytes) of every transcription upload
+        self.transcript = "this is the fake transcript"
         self._script = []
         self.responder = None
+        self.context_tokens = None  # see the module doc
+        self.thinking = False
 
     def script(self, *replies):
         """Queue replies for the next requests (in order); returns self."""
@@ -159,6 +216,8 @@ class _FakeLLM(FakeServer):
         with self.lock:
             self._script = []
             self.requests = []
+            self.context_tokens = None
+            self.thinking = False
 
     def _control(self, req):
         if req["path"] == "/_fake/script":
@@ -173,6 +232,12 @@ class _FakeLLM(FakeServer):
         if req["path"] == "/_fake/reset":
             self.reset()
             return Out(200, {"ok": True})
+        if req["path"] == "/_fake/config":
+            for k, v in (req["json"] or {}).items():
+                if k not in _SETTABLE:
+                    return Out(400, {"error": "not settable: %s" % k})
+                setattr(self, k, v)
+            return Out(200, {"ok": True})
         return Out(404, {"error": "no such control path"})
 
     def handle(self, req):
@@ -181,14 +246,24 @@ class _FakeLLM(FakeServer):
         if req["method"] != "POST" or req["path"] != self.PATH:
             return self._error_out(Reply.error(404, message="Not found: %s %s" % (req["method"], req["path"])))
         problem = self.check(req)
+        if not problem and self.strict and self.context_tokens and _approx_tokens(req["body"]) > self.context_tokens:
+            problem = self.too_long(_approx_tokens(req["body"]), self.context_tokens)
         if problem:
-            status, msg = problem
-            return self._error_out(Reply.error(status, message=msg))
-        r = self._next(req)
+            status, msg = problem[:2]
+            return self._error_out(Reply.error(status, message=msg, code=problem[2] if len(problem) > 2 else None))
+        if self.strict and any(REFUSAL_TRIGGER in t for t in _user_texts((req["json"] or {}).get("messages"))):
+            r = Reply.text("", stop="refusal")  # the script waits: this request is refused whatever it says
+        else:
+            r = self._next(req)
         if r.kind == "error":
             out = self._error_out(r)
         elif r.kind == "malformed":
             out = Out(200, b'{"id": "x", "content": [ {"type": "text", "text": "unterminated')
+        elif r.kind == "body_error":
+            e = {"code": r.code, "message": r.message, "metadata": {"provider_name": "FakeProvider"}}
+            out = Out(200, {"id": _rid("gen-"), "object": "chat.completion", "model": "fake/model", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "error",
+                 "error": e}]} if r.on_choice else {"error": e, "user_id": "user_fake"})
         else:
             out = Out(200, self.render(r, req))
         out.delay_s = r.delay_s
@@ -258,7 +333,17 @@ class FakeAnthropic(_FakeLLM):
         for t in b.get("tools") or ():
             if not isinstance(t, dict) or "name" not in t or "input_schema" not in t:
                 return 400, "tools: each tool needs name and input_schema"
-        return _check_anthropic_messages(b["messages"])
+        images = []
+        problem = _check_anthropic_messages(b["messages"], images)
+        if not problem and images and not self.vision:
+            problem = 400, "This model does not support image input."
+        if not problem:
+            with self.lock:
+                self.images.extend(images)
+        return problem
+
+    def too_long(self, n, limit):
+        return 400, "prompt is too long: %d tokens > %d maximum" % (n, limit)
 
     def render(self, r, req):
         content = []
@@ -295,7 +380,34 @@ def _combine(msgs):
     return out
 
 
-def _check_anthropic_messages(msgs):
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _image(images, src, where):
+    """Check one image source as the APIs do ({"type": "base64", "media_type", "data"});
+    keep it, decoded, in ``images``; return the problem or None."""
+    import base64
+    import binascii
+
+    if not isinstance(src, dict) or src.get("type") not in ("base64", "url"):
+        return "%s: Input tag '%s' found using 'type' does not match any of the expected tags: 'base64', " \
+               "'url'" % (where, (src or {}).get("type") if isinstance(src, dict) else None)
+    if src.get("type") == "url":
+        return "%s.url: the fake cannot fetch URLs" % where
+    if src.get("media_type") not in _IMAGE_TYPES:
+        return "%s.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'" % where
+    try:
+        data = base64.b64decode(src.get("data") or "", validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        return "%s.data: The image data is not valid base64" % where
+    if not data:
+        return "%s.data: The image data is empty" % where
+    images.append((src["media_type"], data))
+    return None
+
+
+def _check_anthropic_messages(msgs, images=None):
+    images = [] if images is None else images
     if not isinstance(msgs, list) or not msgs:
         return 400, "messages: at least one message is required"
     msgs = _combine(msgs)
@@ -334,10 +446,14 @@ def _check_anthropic_messages(msgs):
                 if b.get("type") == "tool_use" and not isinstance(b.get("input"), dict):
                     return 400, "messages.%d: tool_use.input must be an object" % i
             open_ids = ids
-        for b in blocks:
+        for j, b in enumerate(blocks):
             if b.get("type") == "text" and not b.get("text"):
                 if not (role == "assistant" and i == len(msgs) - 1):
                     return 400, "messages.%d: text content blocks must be non-empty" % i
+            if b.get("type") == "image":
+                problem = _image(images, b.get("source"), "messages.%d.content.%d.image.source" % (i, j))
+                if problem:
+                    return 400, problem
     if open_ids:
         return 400, "messages: the last assistant message has tool_use blocks without results"
     return None
@@ -345,7 +461,7 @@ def _check_anthropic_messages(msgs):
 
 # -- OpenAI Chat Completions -----------------------------------------------------------
 
-_O_STOP = {"end": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter",
+_O_STOP = {"end": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "stop",
            "pause_turn": "stop"}
 _O_ERR = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_denied",
           404: "invalid_request_error", 429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
@@ -378,15 +494,66 @@ class FakeOpenAI(_FakeLLM):
             f = t.get("function") if isinstance(t, dict) else None
             if t.get("type") != "function" or not isinstance(f, dict) or "name" not in f:
                 return 400, "Invalid 'tools': each needs type 'function' and function.name."
-        return _check_openai_messages(b["messages"])
+        images = []
+        problem = _check_openai_messages(b["messages"], images)
+        if not problem and images and not self.vision:  # what OpenAI says for a text-only model
+            problem = 400, "Invalid content type. image_url is only supported by certain models."
+        if not problem and self.thinking:
+            for m in b["messages"]:
+                if m.get("role") == "assistant" and m.get("tool_calls") and "reasoning_content" not in m:
+                    return 400, "The reasoning_content in the thinking mode must be passed back to the API.", \
+                        "invalid_request_error"
+        if not problem:
+            with self.lock:
+                self.images.extend(images)
+        return problem
+
+    def too_long(self, n, limit):
+        return 400, ("This model's maximum context length is %d tokens. However, your messages resulted in %d "
+                     "tokens. Please reduce the length of the messages." % (limit, n)), "context_length_exceeded"
+    TRANSCRIBE = "/v1/audio/transcriptions"
+
+    def handle(self, req):
+        if req["path"] != self.TRANSCRIBE:
+            return super().handle(req)
+        auth = req["headers"].get("authorization", "")
+        if not auth.startswith("Bearer ") or self.api_key and auth[7:] != self.api_key:
+            return self._error_out(Reply.error(401, message="Incorrect API key provided."))
+        ctype = req["headers"].get("content-type", "")
+        if not ctype.startswith("multipart/form-data"):
+            return self._error_out(Reply.error(400, message="Invalid Content-Type header (%s), expected "
+                                                            "multipart/form-data." % ctype))
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + req["body"])
+        fields = {}
+        upload = None
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            if part.get_filename() is not None:
+                upload = (part.get_filename(), part.get_content_type(), part.get_payload(decode=True))
+            elif name:
+                fields[name] = part.get_payload(decode=True).decode()
+        if upload is None:
+            return self._error_out(Reply.error(400, message="Missing required parameter: 'file'."))
+        if not fields.get("model"):
+            return self._error_out(Reply.error(400, message="Missing required parameter: 'model'."))
+        with self.lock:
+            self.audio.append((fields["model"], upload[0], upload[1], upload[2]))
+        return Out(200, {"text": self.transcript, "usage": {"type": "duration", "seconds": 3}})
 
     def render(self, r, req):
         msg = {"role": "assistant", "content": r.text_ or None, "refusal": None}
-        if r.reasoning is not None:
+        if r.stop == "refusal":  # how OpenAI says it: the refusal field, finish_reason "stop"
+            msg["content"] = None
+            msg["refusal"] = r.text_ or "I'm sorry, but I can't help with that."
+        reasoning = r.reasoning if r.reasoning is not None else "Let me think." if self.thinking else None
+        if reasoning is not None:
             if r.reasoning_in_tags:
-                msg["content"] = "<think>%s</think>%s" % (r.reasoning, r.text_ or "")
+                msg["content"] = "<think>%s</think>%s" % (reasoning, r.text_ or "")
             else:
-                msg["reasoning_content"] = r.reasoning
+                msg["reasoning_content"] = reasoning
         if r.calls:
             msg["tool_calls"] = [{"id": _rid("call_"), "type": "function",
                                   "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}}
@@ -405,12 +572,29 @@ class FakeOpenAI(_FakeLLM):
                           "code": r.code if r.code is not None else (kind if r.status == 429 else None)}}
 
 
-def _check_openai_messages(msgs):
+def _check_openai_messages(msgs, images=None):
+    images = [] if images is None else images
     if not isinstance(msgs, list) or not msgs:
         return 400, "Invalid 'messages': empty array."
     open_ids = []
     for i, m in enumerate(msgs):
         role = m.get("role")
+        parts = m.get("content") if isinstance(m.get("content"), list) else ()
+        for j, part in enumerate(parts):
+            t = part.get("type") if isinstance(part, dict) else None
+            if t == "image_url" and role == "user":
+                url = (part.get("image_url") or {}).get("url") or ""
+                head, _, data = url.partition(",")
+                if not head.startswith("data:") or not head.endswith(";base64"):
+                    return 400, ("Invalid 'messages[%d].content[%d].image_url.url': the fake takes data URLs only."
+                                 % (i, j))
+                problem = _image(images, {"type": "base64", "media_type": head[5:-7], "data": data},
+                                 "messages[%d].content[%d].image_url" % (i, j))
+                if problem:
+                    return 400, "Invalid image: " + problem
+            elif t != "text":
+                return 400, ("Invalid value: '%s'. Supported values are: 'text', 'image_url', 'input_audio', "
+                             "'refusal', 'audio', and 'file'." % t)
         if role not in ("system", "developer", "user", "assistant", "tool"):
             return 400, "Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'tool'." % role
         if role == "tool":

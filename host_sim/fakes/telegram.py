@@ -23,6 +23,21 @@ What it does, as https://core.telegram.org/bots/api describes:
   MarkdownV2 are not parsed here (the text is kept as it is).
 - ``sendChatAction``, ``getMe``, ``setMyCommands``/``getMyCommands``, ``deleteWebhook``,
   ``setWebhook``, ``getWebhookInfo``, ``answerCallbackQuery``.
+- ``getFile`` (``add_file(data)`` makes a file; an unknown id is "Bad Request: invalid
+  file_id", over 20 MB "Bad Request: file is too big") and the download, ``GET
+  /file/bot<token>/<file_path>`` (404 for an unknown path).
+- Forum topics: ``add_topic(chat_id)``; ``message_thread_id`` on sendMessage and
+  sendChatAction must name a topic of that chat ("Bad Request: message thread not
+  found", also for the General topic and chats without topics); the sent message carries
+  ``message_thread_id`` and ``is_topic_message``. ``inject_topic_text`` writes in a topic
+  as a client does (``reply_to_message`` is the topic's ``forum_topic_created`` message).
+- ``migrate(old, new)``: the group became a supergroup: the two service messages
+  (``migrate_to_chat_id``, ``migrate_from_chat_id``) arrive, and sending to the old id is
+  "Bad Request: group chat was upgraded to a supergroup chat" with
+  ``parameters.migrate_to_chat_id``.
+- ``block(chat_id)``: the user blocked the bot: "Forbidden: bot was blocked by the user" (403).
+- ``inject_album(chat_id, captions)``: photos sharing one ``media_group_id``;
+  ``inject_reply(chat_id, text, to, quote=None)``: a reply, with the quoted part.
 - JSON is written with non-ASCII escaped (``\\ud83d\\ude00``), as Telegram does.
 
 Faults: ``fail(method, code, description, retry_after=None, times=1)`` answers the next
@@ -161,6 +176,10 @@ class FakeTelegram:
         self._faults = {}
         self._cond = threading.Condition()
         self._poll_gen = 0
+        self.files = {}  # file_id -> (file_path, bytes)
+        self.topics = {}  # chat_id -> [message_thread_id of each topic]
+        self.migrated = {}  # old chat id -> new
+        self.blocked = set()
         self._server = None
         self._thread = None
 
@@ -355,6 +374,83 @@ class FakeTelegram:
         kw.setdefault("chat_type", "supergroup")
         return self.inject_message(chat_id, **kw)
 
+    def add_file(self, data, file_id=None, path=None):
+        """Store ``data`` (bytes) as a file the bot can fetch; return its ``file_id``."""
+        with self._cond:
+            n = len(self.files) + 1
+            file_id = file_id or "BQAC-fake-file-%d" % n
+            self.files[file_id] = (path or "documents/file_%d.bin" % n, bytes(data))
+        return file_id
+
+    def inject_photo_file(self, chat_id, data, caption=None, width=800, height=600, **kw):
+        """A photo whose largest size is ``data`` (stored with ``add_file``): sizes smallest first."""
+        big = self.add_file(data, path="photos/file_%d.jpg" % (len(self.files) + 1))
+        small = self.add_file(data[:max(1, len(data) // 10)], path="photos/file_%d.jpg" % (len(self.files) + 1))
+        sizes = [{"file_id": small, "file_unique_id": "AQAD-s" + small[-3:], "width": 90, "height": 67,
+                  "file_size": max(1, len(data) // 10)},
+                 {"file_id": big, "file_unique_id": "AQAD-b" + big[-3:], "width": width, "height": height,
+                  "file_size": len(data)}]
+        if caption is not None:
+            kw["caption"] = caption
+        return self.inject_message(chat_id, photo=sizes, **kw)
+
+    def inject_voice_file(self, chat_id, data, duration=3, **kw):
+        fid = self.add_file(data, path="voice/file_%d.oga" % (len(self.files) + 1))
+        v = {"file_id": fid, "file_unique_id": "AgAD-v" + fid[-3:], "duration": duration, "mime_type": "audio/ogg",
+             "file_size": len(data)}
+        return self.inject_message(chat_id, voice=v, **kw)
+
+    def inject_album(self, chat_id, captions, data=b"\xff\xd8\xff\xe0fake-jpeg", **kw):
+        """One photo per caption (None: no caption), sharing one ``media_group_id``."""
+        group = "1357%d" % (self._next_update_id + 1)
+        return [self.inject_photo_file(chat_id, data + b"-%d" % i, caption=c, media_group_id=group, **kw)
+                for i, c in enumerate(captions)]
+
+    def inject_reply(self, chat_id, text, to, quote=None, **kw):
+        """A reply to message ``to`` (a Message dict, e.g. one the bot sent); ``quote``: the
+        part of it the user picked (a TextQuote)."""
+        if quote is not None:
+            kw["quote"] = {"text": quote, "position": max(0, (to.get("text") or "").find(quote)),
+                           "is_manual": True}
+        return self.inject_text(chat_id, text, reply_to=to, **kw)
+
+    def add_topic(self, chat_id, name="topic"):
+        """Make a forum topic in supergroup ``chat_id``; return its ``message_thread_id``."""
+        with self._cond:
+            lst = self.topics.setdefault(int(chat_id), [])
+            tid = 100 + len(lst) * 7
+            lst.append(tid)
+        return tid
+
+    def inject_topic_text(self, chat_id, thread_id, text, user_id=7, **kw):
+        """A message in topic ``thread_id`` of forum ``chat_id``, as clients send it."""
+        created = {"message_id": thread_id, "from": self.user(user_id), "date": int(time.time()),
+                   "chat": self._forum(chat_id), "message_thread_id": thread_id,
+                   "forum_topic_created": {"name": "topic", "icon_color": 7322096}, "is_topic_message": True}
+        m = self.message(chat_id, user_id=user_id, chat_type="supergroup", reply_to=created,
+                         message_thread_id=thread_id, is_topic_message=True, **kw)
+        m["chat"] = self._forum(chat_id)
+        ents = _auto_entities(text)
+        m["text"] = text
+        if ents:
+            m["entities"] = ents
+        return self.inject_update({"message": m})
+
+    def _forum(self, chat_id):
+        return {"id": int(chat_id), "title": "a forum", "type": "supergroup", "is_forum": True}
+
+    def migrate(self, old, new, user_id=7):
+        """Group ``old`` became supergroup ``new``: both service messages arrive, and the old
+        id is refused from now on."""
+        self.migrated[int(old)] = int(new)
+        a = self.message(old, user_id=user_id, chat_type="group", migrate_to_chat_id=int(new))
+        b = self.message(new, user_id=user_id, chat_type="supergroup", migrate_from_chat_id=int(old))
+        return [self.inject_update({"message": a}), self.inject_update({"message": b})]
+
+    def block(self, chat_id):
+        """The user of private chat ``chat_id`` blocks the bot."""
+        self.blocked.add(int(chat_id))
+
     def inject_callback_query(self, chat_id, data="btn", user_id=None):
         user_id = chat_id if user_id is None else user_id
         msg = {"message_id": 1, "from": dict(self.me), "chat": self._chat(chat_id, "private", "Ann", None),
@@ -455,10 +551,34 @@ class FakeTelegram:
             return kind not in _NOT_BY_DEFAULT
         return kind in self.allowed_updates
 
-    def _m_sendMessage(self, p):
+    def _check_chat(self, p):
+        """The errors Telegram gives for the chat and topic of a send."""
         chat_id = p.get("chat_id")
         if chat_id in (None, ""):
             raise _ApiError(400, "Bad Request: chat_id is empty")
+        cid = int(chat_id)
+        if cid in self.migrated:
+            raise _ApiError(400, "Bad Request: group chat was upgraded to a supergroup chat",
+                            {"migrate_to_chat_id": self.migrated[cid]})
+        if cid in self.blocked:
+            raise _ApiError(403, "Forbidden: bot was blocked by the user")
+        t = p.get("message_thread_id")
+        if t not in (None, "") and int(t) not in self.topics.get(cid, ()):
+            raise _ApiError(400, "Bad Request: message thread not found")
+        return cid
+
+    def _m_getFile(self, p):
+        f = self.files.get(p.get("file_id") or "")
+        if f is None:
+            raise _ApiError(400, "Bad Request: invalid file_id")
+        if len(f[1]) > 20 * 1024 * 1024:
+            raise _ApiError(400, "Bad Request: file is too big")
+        return {"file_id": p["file_id"], "file_unique_id": "AgAD" + p["file_id"][-6:], "file_size": len(f[1]),
+                "file_path": f[0]}
+
+    def _m_sendMessage(self, p):
+        chat_id = p.get("chat_id")
+        self._check_chat(p)
         text = p.get("text")
         if text is None or text == "":
             raise _ApiError(400, "Bad Request: message text is empty")
@@ -480,11 +600,14 @@ class FakeTelegram:
              "date": int(time.time()), "text": text}
         if ents:
             m["entities"] = ents
+        if p.get("message_thread_id") not in (None, ""):
+            m["chat"] = self._forum(cid)
+            m["message_thread_id"] = int(p["message_thread_id"])
+            m["is_topic_message"] = True
         return m
 
     def _m_sendChatAction(self, p):
-        if p.get("chat_id") in (None, ""):
-            raise _ApiError(400, "Bad Request: chat_id is empty")
+        self._check_chat(p)
         if p.get("action") not in CHAT_ACTIONS:
             raise _ApiError(400, "Bad Request: wrong parameter action in request")
         return True
@@ -580,6 +703,9 @@ class _Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         method = parts[1] if len(parts) == 2 else ""
+        if len(parts) > 2 and parts[0] == "file" and self.command == "GET":  # a file download
+            self._file(parts)
+            return
         if len(parts) != 2 or not parts[0].startswith("bot"):
             status, out = 404, {"ok": False, "error_code": 404, "description": "Not Found"}
             params = {}
@@ -619,6 +745,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:
             self.close_connection = True
+
+    def _file(self, parts):
+        fake = self.fake
+        path = "/".join(parts[2:])
+        data = None
+        if urllib.parse.unquote(parts[1]) == "bot" + fake.token:  # (clients may escape the colon)
+            for fp, d in list(fake.files.values()):
+                if fp == path:
+                    data = d
+        with fake._cond:
+            fake.calls.append(Call("file", {"path": path}, 200 if data is not None else 404, None))
+            fake._cond.notify_all()
+        body = data if data is not None else b'{"ok":false,"error_code":404,"description":"Not Found"}'
+        self.send_response(200 if data is not None else 404)
+        self.send_header("Content-Type", "application/octet-stream" if data is not None else "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _raw(self, method, params, f):
         fake = self.fake

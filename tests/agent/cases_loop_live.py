@@ -89,3 +89,96 @@ def test_real_context_reaches_the_request():
     system = fakectl.requests(url)[0]["json"]["system"]
     assert "fond of radishes" in system
     assert "9" in system  # the turn block names the chat
+
+
+# -- real chats (issue 13) -----------------------------------------------------------------
+
+REFUSAL_TRIGGER = "ANTHROPIC_MAGIC_STRING_TRIGGER_REFUSAL_1FAEFB6177B4672DEE07F9D3AFC62588CCD2631EDCF22E8CCC1FB35B501C9C86"
+
+
+def _agent_for(provider, base_url, chat):
+    root = support.fresh_flash()
+    support.write(root + "/data/notes/todo.md", "- buy milk\n- call mum\n")
+    registry.clear()
+    files.register_all()
+    common._sleep_ms = lambda ms: None
+    llm.set_key("sk-FAKE-0123456789", provider)
+    llm.switch(provider, "test-model", base_url)
+    url = base_url[:-3] if base_url.endswith("/v1") else base_url
+    fakectl.reset(url)
+    a = loop.Agent(busmod.Bus(8, 64), Ctx())
+
+    def ask(text):
+        return a.handle({"channel": "telegram", "chat_id": chat, "text": text, "session": "tg_" + chat})
+    return url, ask
+
+
+def test_deepseek_thinking_mode_gets_its_reasoning_back():
+    url, ask = _agent_for("deepseek", os.getenv("MIMI_T_OPENAI") + "/v1", "21")
+    fakectl.config(url, thinking=True)  # the fake answers 400 as DeepSeek does when reasoning_content is missing
+    fakectl.script(url, fakectl.reply("tools", calls=[["read_file", {"path": "/data/notes/todo.md"}]],
+                                      reasoning="The list is in notes."),
+                   fakectl.reply("text", text="Milk and mum."), fakectl.reply("text", text="You are welcome."))
+    assert ask("what is on my list?") == "Milk and mum."
+    assert ask("thanks") == "You are welcome."
+    reqs = fakectl.requests(url)
+    assert len(reqs) == 3
+    calls = [m for m in reqs[2]["json"]["messages"] if m.get("tool_calls")]
+    assert calls[0]["reasoning_content"] == "The list is in notes."
+
+
+def test_a_refused_message_does_not_make_the_next_ones_refused():
+    url, ask = _agent_for("anthropic", os.getenv("MIMI_T_ANTHROPIC"), "22")
+    fakectl.script(url, fakectl.reply("text", text="Hello!"))
+    reply = ask("say " + REFUSAL_TRIGGER)  # the fake refuses every request that still holds it
+    assert "declined" in reply, reply
+    assert ask("hi again") == "Hello!"
+    last = fakectl.requests(url)[-1]["json"]["messages"]
+    assert REFUSAL_TRIGGER not in str(last) and len(last) == 1
+
+
+def test_a_cut_write_file_never_touches_the_file():
+    url, ask = _agent_for("anthropic", os.getenv("MIMI_T_ANTHROPIC"), "23")
+    fakectl.script(url, fakectl.reply("tools", stop="max_tokens", calls=[
+        ["write_file", {"path": "/data/notes/todo.md", "content": "- buy"}]]),
+        fakectl.reply("text", text="I will write it in two parts."))
+    assert ask("rewrite my list") == "I will write it in two parts."
+    from mimi.storage import fs
+    assert fs.read("/data/notes/todo.md", 100)[0] == b"- buy milk\n- call mum\n"  # untouched
+    result = fakectl.requests(url)[1]["json"]["messages"][-1]["content"][0]
+    assert result["is_error"] and "length limit" in result["content"]
+
+
+def test_a_tool_call_written_as_text_runs():
+    url, ask = _agent_for("custom", os.getenv("MIMI_T_OPENAI") + "/v1", "24")
+    fakectl.script(url, fakectl.reply("text", text='Checking.\n<tool_call>\n{"name": "read_file", "arguments": '
+                                                   '{"path": "/data/notes/todo.md"}}\n</tool_call>'),
+                   fakectl.reply("text", text="Milk, then mum."))
+    assert ask("my list?") == "Milk, then mum."
+    msgs = fakectl.requests(url)[1]["json"]["messages"]
+    assert msgs[-1]["role"] == "tool" and msgs[-1]["content"] == "- buy milk\n- call mum\n"
+    assert msgs[-2]["content"] == "Checking." and msgs[-2]["tool_calls"][0]["function"]["name"] == "read_file"
+
+
+def test_an_error_object_in_a_200_reaches_the_user():
+    url, ask = _agent_for("openrouter", os.getenv("MIMI_T_OPENAI") + "/v1", "25")
+    fakectl.script(url, *[fakectl.reply("body_error", code=502, message="Upstream provider is down")] * 3)
+    reply = ask("hi")
+    assert reply == "Sorry, I could not answer: openrouter reported an error (502): Upstream provider is down.", reply
+    assert len(fakectl.requests(url)) == 3  # a 502 is worth the retries
+
+
+def test_a_full_context_is_shortened_and_answered():
+    url, ask = _agent_for("custom", os.getenv("MIMI_T_OPENAI") + "/v1", "26")
+    from mimi.storage import sessions
+    for i in range(8):
+        sessions.append("tg_26", {"role": "user", "content": "question %d" % i})
+        sessions.append("tg_26", {"role": "assistant", "content": ("a long answer %d. " % i) * 60})
+    fakectl.config(url, context_tokens=6000)  # the 16 KB prompt and this turn fit; with the history, not
+    fakectl.script(url, fakectl.reply("text", text="Short answer."))
+    assert ask("and now?") == "Short answer."
+    reqs = fakectl.requests(url)
+    assert len(reqs) == 2 and len(reqs[1]["json"]["messages"]) == 2  # the system prompt and this question
+    fakectl.config(url, context_tokens=1000)  # even this turn alone does not fit: the user is told
+    reply = ask("and now?")
+    assert "too long for the model" in reply and "maximum context length" in reply, reply

@@ -17,8 +17,8 @@ class FakeContext:
         self.n = 0
         self.built = []
 
-    def build(self, msg, extra=None):
-        b = ("system prompt for chat %s" % msg.get("chat_id")).encode()
+    def build(self, msg, extra=None, summary=None):
+        b = ("system prompt for chat %s" % msg.get("chat_id") + ("\nEarlier: " + summary if summary else "")).encode()
         self.buf[:len(b)] = b
         self.n = len(b)
         self.built.append(extra)
@@ -46,8 +46,10 @@ class Scripted:
         return r
 
 
-def text(t, stop="end", usage_=(10, 2)):
-    return {"text": t, "tool_calls": [], "stop": stop, "usage": usage_}
+def text(t, stop="end", usage_=(10, 2), **kw):
+    d = {"text": t, "tool_calls": [], "stop": stop, "usage": usage_}
+    d.update(kw)
+    return d
 
 
 def tools(*calls, **kw):
@@ -57,7 +59,10 @@ def tools(*calls, **kw):
         if len(c) > 2:
             d["error"] = c[2]
         out.append(d)
-    return {"text": kw.get("say", ""), "tool_calls": out, "stop": "tool_use", "usage": (20, 5)}
+    d = {"text": kw.get("say", ""), "tool_calls": out, "stop": kw.get("stop", "tool_use"), "usage": (20, 5)}
+    if "think" in kw:
+        d["reasoning_content"] = kw["think"]
+    return d
 
 
 ran = []
@@ -343,3 +348,174 @@ def test_a_full_flash_still_answers_and_says_the_chat_was_not_saved():
     assert sessions.load("tg_42") == []
     p = Scripted(text("Saved again."))  # room again: no note
     assert _agent(b, p).handle(_msg("hello")) == "Saved again."
+
+
+# -- real chats (issue 13) -----------------------------------------------------------------
+
+def test_a_tool_call_cut_by_the_length_limit_never_runs():
+    b = _setup()
+    fs.write("/data/notes.md", "precious\n")
+    registry.register(registry.Tool("write_file", "Write", {"type": "object", "properties": {}},
+                                    lambda a, c: fs.write(a["path"], a["content"]) or "written", "file"))
+    half = {"path": "/data/notes.md", "content": "half of the new te"}
+    p = Scripted(tools(("write_file", half), stop="max_tokens", prefix="c1"), text("I will write it in parts."))
+    assert _agent(b, p).handle(_msg("rewrite my notes")) == "I will write it in parts."
+    assert fs.read("/data/notes.md", 100)[0] == b"precious\n"  # never ran
+    second = p.requests[1]["messages"]
+    _check_history(second)
+    assert second[-2]["tool_calls"][0]["input"] == {}  # the half arguments are not kept
+    res = second[-1]
+    assert res["is_error"] and "length limit" in res["content"] and "smaller pieces" in res["content"]
+    # cut twice in one turn: the person is told, nothing ran
+    p = Scripted(tools(("write_file", half), stop="max_tokens", prefix="c2"),
+                 tools(("write_file", half), stop="max_tokens", prefix="c3"), text("unused"))
+    reply = _agent(b, p).handle(_msg("again"))
+    assert "length limit" in reply and "write_file" in reply and len(p.requests) == 2
+    assert fs.read("/data/notes.md", 100)[0] == b"precious\n"
+    _check_history(sessions.load("tg_42", 50))
+
+
+def test_a_refused_turn_is_kept_out_of_later_windows():
+    b = _setup()
+    a = _agent(b, Scripted(text("hello"), text("partial", stop="refusal"), tools(("echo", {"x": "1"}), prefix="r"),
+                           text("", stop="refusal"), text("fine")))
+    a.handle(_msg("first"))
+    reply = a.handle(_msg("something the filter stops"))
+    assert reply.startswith("partial") and "declined" in reply and "left that message out" in reply
+    reply = a.handle(_msg("a turn with a tool, then refused"))
+    assert "declined" in reply
+    assert a.handle(_msg("next")) == "fine"
+    last = a.provider().requests[-1]["messages"]
+    assert [m["content"] for m in last if m["role"] == "user"] == ["first", "next"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user"]
+    _check_history(last)
+    saved = sessions.load("tg_42", 50)
+    assert [m["content"] for m in saved if m["role"] == "user"] == ["first", "next"]
+    data = fs.read("/data/sessions/tg_42.jsonl", 65536)[0]
+    assert b"something the filter stops" in data  # the file still holds it, for the record
+
+
+def test_the_same_call_repeated_is_stopped_with_a_note_then_a_word():
+    b = _setup()
+    same = [tools(("echo", {"x": "a"}), prefix="s%d" % i) for i in range(12)]
+    p = Scripted(*same)
+    reply = _agent(b, p).handle(_msg("loop"))
+    assert [r[0] for r in ran] == ["a", "a"]  # the third is not run
+    assert len(p.requests) == 4  # not the 10 rounds
+    third = p.requests[3]["messages"][-1]
+    assert third["is_error"] and "already made 2 times" in third["content"]
+    assert "same call (echo)" in reply
+    for r in p.requests:
+        _check_history(r["messages"])
+    # a note is enough when the model takes it; other calls, and arguments in another order, count apart
+    b = _setup()
+    p = Scripted(tools(("echo", {"x": "a", "pad": 1})), tools(("echo", {"pad": 1, "x": "a"}), prefix="u"),
+                 tools(("echo", {"x": "b"}), prefix="v"), tools(("echo", {"x": "a", "pad": 1}), prefix="w"),
+                 text("Here is what I found."))
+    assert _agent(b, p).handle(_msg("go")) == "Here is what I found."
+    assert [r[0] for r in ran] == ["a", "a", "b"]
+    assert "already made" in p.requests[4]["messages"][-1]["content"]
+
+
+def test_reasoning_content_is_kept_on_a_tool_turn_only():
+    b = _setup()
+    p = Scripted(tools(("echo", {"x": "a"}), think="I should echo."), text("done", reasoning_content="so, done"),
+                 text("plain", reasoning_content="no tools here"), text("next"))
+    a = _agent(b, p)
+    a.handle(_msg("one"))
+    a.handle(_msg("two"))
+    a.handle(_msg("three"))
+    msgs = p.requests[-1]["messages"]
+    assistants = [m for m in msgs if m["role"] == "assistant"]
+    assert assistants[0]["reasoning_content"] == "I should echo." and assistants[0]["tool_calls"]
+    assert assistants[1]["reasoning_content"] == "so, done"  # the same turn's answer: DeepSeek wants it too
+    assert "reasoning_content" not in assistants[2]  # a turn without tool calls: not needed, not kept
+    long_ = "x" * 9000
+    p = Scripted(tools(("echo", {"x": "a"}), think=long_), text("ok"))
+    _agent(b, p).handle(_msg("four"))
+    kept = [m for m in p.requests[1]["messages"] if m.get("reasoning_content")][-1]["reasoning_content"]
+    assert 0 < len(kept) <= 4096
+
+
+def test_a_request_too_long_for_the_context_is_shortened_once_then_explained():
+    b = _setup()
+    a = _agent(b, Scripted(*[text("answer %d" % i) for i in range(6)]))
+    for i in range(6):
+        a.handle(_msg("question %d" % i))
+    full = common.LLMError("the request was refused (400): prompt is too long", 400)
+    full.too_long = True
+    p = Scripted(tools(("echo", {"x": "a", "pad": 3000})), full, text("short enough"))
+    assert _agent(b, p).handle(_msg("big one")) == "short enough"
+    tried, retried = p.requests[1]["messages"], p.requests[2]["messages"]
+    assert len(tried) > 12 and [m["role"] for m in retried] == ["user", "assistant", "tool"]
+    assert retried[0]["content"] == "big one" and len(retried[2]["content"]) <= 512
+    _check_history(retried)
+    p = Scripted(full, full)
+    reply = _agent(b, p).handle(_msg("again"))
+    assert "too long for the model" in reply and "/new" in reply and len(p.requests) == 2
+    p = Scripted(full)  # a turn with nothing to take out: told at once
+    sessions.clear("tg_42")
+    assert "too long for the model" in _agent(b, p).handle(_msg("alone")) and len(p.requests) == 1
+
+
+class Summarising(Scripted):
+    """Answers each turn; a summary request (no tools) gets a summary naming what it read."""
+
+    def chat(self, system, messages, tools, max_tokens):
+        if not tools and "running summary" in str(system):
+            self.requests.append({"system": str(system), "messages": json.loads(json.dumps(messages)),
+                                  "tools": [], "max_tokens": max_tokens, "summary": True})
+            seen = [w for w in messages[0]["content"].split() if w.startswith("fact")]
+            return text("Known: " + " ".join(seen), usage_=(100, 20))
+        return Scripted.chat(self, system, messages, tools, max_tokens)
+
+
+def test_compaction_keeps_what_left_the_window():
+    b = _setup()
+    p = Summarising(*[text("noted") for _ in range(40)])
+    a = _agent(b, p)
+    for i in range(16):
+        a.handle(_msg("fact%d is worth keeping" % i))
+    sums = [r for r in p.requests if r.get("summary")]
+    turns = [r for r in p.requests if not r.get("summary")]
+    assert 1 <= len(sums) <= 16 // 5 + 1  # one small call at most every 5 turns
+    assert sums[0]["max_tokens"] <= 400 and "fact0 " in sums[0]["messages"][0]["content"]
+    assert "fact15" not in sums[-1]["messages"][0]["content"]  # the newest messages are not summarised yet
+    last = turns[-1]
+    assert "fact0" not in json.dumps(last["messages"])  # gone from the window...
+    assert b"Earlier: Known: fact0" in last["system"]  # ...but in the summary the turn is given
+    st = json.loads(fs.read(sessions.summary_path("tg_42"), 4096)[0])
+    assert st["text"].startswith("Known: fact0") and st["upto"] > 0
+    assert len(st["text"].encode()) <= 1024
+    # /new clears it
+    sessions.clear("tg_42")
+    assert fs.size(sessions.summary_path("tg_42")) is None
+    a.handle(_msg("hello after /new"))
+    assert b"Earlier" not in p.requests[-1]["system"]
+
+
+def test_compaction_off_makes_no_calls_and_gives_no_summary():
+    b = _setup(compact="off")
+    p = Summarising(*[text("noted") for _ in range(30)])
+    a = _agent(b, p)
+    for i in range(16):
+        a.handle(_msg("fact%d" % i))
+    assert not [r for r in p.requests if r.get("summary")] and len(p.requests) == 16
+    fs.write(sessions.summary_path("tg_42"), json.dumps({"text": "old", "upto": 1, "gen": 0}))
+    a.handle(_msg("x"))
+    assert b"Earlier" not in p.requests[-1]["system"]
+
+
+def test_a_failed_summary_call_is_not_the_users_problem():
+    b = _setup()
+
+    class Failing(Scripted):
+        def chat(self, system, messages, tools, max_tokens):
+            if not tools:
+                raise common.LLMError("server error (500)", 500, True)
+            return Scripted.chat(self, system, messages, tools, max_tokens)
+
+    a = _agent(b, Failing(*[text("fine %d" % i) for i in range(14)]))
+    for i in range(14):
+        assert a.handle(_msg("m%d" % i)) == "fine %d" % i
+    assert fs.size(sessions.summary_path("tg_42")) is None

@@ -144,7 +144,8 @@ def test_media_captions_service_edits_and_callbacks():
     tg.tick(now + 1)
     drain(tg, now + 2)
     got = inbound(b)
-    assert len(got) == 1 and "photo" in got[0]["text"] and got[0]["text"].endswith("look " + EMOJI)
+    assert len(got) == 1 and got[0]["text"] == "look " + EMOJI  # the photo goes to the model as an image
+    assert got[0]["media"] == [{"kind": "image", "file_id": "p", "size": None, "mime": "image/jpeg", "cap": 262144}]
     assert api.texts(42) == [config.TG_MEDIA_REPLY, config.TG_MEDIA_REPLY]
     assert api.sent("answerCallbackQuery") == [{"callback_query_id": "cbq-9"}]
 
@@ -454,3 +455,20 @@ def test_a_chunk_of_inline_code_lines_is_sent():
     drain(tg, now, 20)
     texts = api.texts("42")
     assert len(texts) == 2 and texts[1].count("<code>ls -l /data/") == 5, texts
+
+
+def test_an_album_is_one_message_and_an_album_of_videos_one_notice():
+    b, api, tg, now = setup()
+    part = '"media_group_id":"77","photo":[{"file_id":"p%d","width":9,"height":9,"file_size":100}]%s'
+    api.answer(tgfake.message_update(42, part % (1, ',"caption":"one"')), tgfake.message_update(42, part % (2, "")),
+               tgfake.message_update(42, part % (3, ',"caption":"three"')))
+    vid = '"media_group_id":"88","video":{"file_id":"v%d","width":9,"height":9,"duration":1}'
+    api.answer(tgfake.message_update(42, vid % 1), tgfake.message_update(42, vid % 2))
+    drain(tg, now + 1, 4)
+    assert inbound(b) == []  # the album waits for its last part
+    drain(tg, now + 10000, 3)
+    got = inbound(b)
+    assert len(got) == 2 and got[0]["text"] == "one\nthree" and [x["file_id"] for x in got[0]["media"]] == \
+        ["p1", "p2", "p3"]
+    assert got[1]["text"] == "" and "media" not in got[1]  # the agent answers it once: "text only"
+    assert api.texts(42) == []

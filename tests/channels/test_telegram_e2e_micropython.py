@@ -29,6 +29,7 @@ class Echo:
 
     def handle(self, m):
         self.bus.send(m["channel"], m["chat_id"], "", "typing")
+        time.sleep_ms(500)  # the agent at work (an LLM call): long enough for the I/O loop to show typing
         self.bus.send(m["channel"], m["chat_id"], "echo: **" + m["text"] + "**")
         self.bus.send(m["channel"], m["chat_id"], "", "idle")
 

@@ -22,10 +22,19 @@ class Answer:
         n = min(len(body), len(buf))
         buf[:n] = body[:n]
         self.status = status
+        self.raw = body
         self.body = memoryview(buf)[:n]
         self.truncated = len(body) > n
 
-    def finish(self):
+    def finish(self, buf=None, cap=None, want=None, sink=None):
+        if sink is not None:  # as http does: the body piece by piece through buf
+            k = len(buf)
+            for i in range(0, len(self.raw), k):
+                piece = memoryview(buf)[:min(k, len(self.raw) - i)]
+                piece[:] = self.raw[i:i + len(piece)]
+                sink(piece)
+            self.body = memoryview(buf)[:0]
+            self.truncated = False
         return self
 
     def ready(self, timeout_ms=0):
@@ -276,3 +285,60 @@ def test_the_id_of_an_update_over_the_buffer_is_looked_for_past_its_start():
         tg.tick(t + i)
     assert tg.offset == 8101 and tg.errors == 0
     assert [p["offset"] for m, p in w.calls if m == "getUpdates"][:3] == [0, 0, 8101]
+
+
+def _send_all(tg, t, n=10):
+    for i in range(n):
+        tg.tick(t)
+        t += config.TG_BACKOFF_MAX_MS + 1
+    return t
+
+
+def test_a_reply_to_a_group_that_became_a_supergroup_goes_there():
+    b, tg, w = setup(allowed=("42", "-555"))
+    config.set("owner_chat", "-555")
+    t = seam.ticks_ms()
+    tg.tick(t)
+    w.queue("sendMessage", 400, b'{"ok":false,"error_code":400,"description":"Bad Request: group chat was upgraded '
+                                b'to a supergroup chat","parameters":{"migrate_to_chat_id":-100555}}')
+    tg.deliver({"chat_id": "-555", "text": "the answer", "kind": "text"})
+    tg.deliver({"chat_id": "-555", "text": "and more", "kind": "text"})
+    _send_all(tg, t)
+    sent = [p for m, p in w.calls if m == "sendMessage"]
+    assert [p["chat_id"] for p in sent] == ["-555", "-100555", "-100555"]
+    assert [p["text"] for p in sent][1:] == ["the answer", "and more"]  # nothing lost
+    assert commands.allowed() == ["42", "-100555"] and config.get("owner_chat") == "-100555"
+
+
+def test_a_user_who_blocked_the_bot_gets_nothing_more_until_they_write():
+    b, tg, w = setup(allowed=("42", "43"))
+    t = seam.ticks_ms()
+    tg.tick(t)
+    w.queue("sendMessage", 403, b'{"ok":false,"error_code":403,"description":"Forbidden: bot was blocked by the user"}')
+    for text in ("one", "two"):
+        tg.deliver({"chat_id": "43", "text": text, "kind": "text"})
+    tg.deliver({"chat_id": "42", "text": "to 42", "kind": "text"})
+    t = _send_all(tg, t)
+    tg.deliver({"chat_id": "43", "text": "three", "kind": "text"})
+    tg.deliver({"chat_id": "43", "kind": "typing"})
+    t = _send_all(tg, t)
+    sent = [(p["chat_id"], p["text"]) for m, p in w.calls if m == "sendMessage"]
+    assert sent == [("43", "one"), ("42", "to 42")] and "43" in tg.blocked
+    assert not [p for m, p in w.calls if m == "sendChatAction" and p["chat_id"] == "43"]
+    w.queue("getUpdates", 200, b'{"ok":true,"result":[' + _update(7000, 43, "back") + b"]}")
+    _send_all(tg, t)
+    assert "43" not in tg.blocked and b.inbound.get(0)["text"] == "back"
+
+
+def test_topic_replies_carry_the_thread_and_a_deleted_topic_falls_back_to_the_chat():
+    b, tg, w = setup(allowed=("-1009",))
+    t = seam.ticks_ms()
+    tg.tick(t)
+    tg.deliver({"chat_id": "-1009:100", "text": "in the topic", "kind": "text"})
+    w.queue("sendMessage", 200, OK)
+    w.queue("sendMessage", 400, b'{"ok":false,"error_code":400,"description":"Bad Request: message thread not found"}')
+    tg.deliver({"chat_id": "-1009:107", "text": "topic gone", "kind": "text"})
+    _send_all(tg, t)
+    sent = [p for m, p in w.calls if m == "sendMessage"]
+    assert [(p["chat_id"], p.get("message_thread_id")) for p in sent] == [("-1009", 100), ("-1009", 107),
+                                                                        ("-1009", None)]

@@ -188,7 +188,7 @@ def test_openai_reasoning_and_think_tags(fo):
     assert r.choices[0].message.content == "<think>secret plan</think>answer"
 
 
-@pytest.mark.parametrize("stop,wire", [("max_tokens", "length"), ("refusal", "content_filter")])
+@pytest.mark.parametrize("stop,wire", [("max_tokens", "length"), ("content_filter", "content_filter")])
 def test_openai_finish_reasons(fo, stop, wire):
     fo.script(Reply.text("cut", stop=stop))
     r = _o(fo).chat.completions.create(model="gpt-x", messages=USER)
@@ -222,3 +222,88 @@ def test_openai_chunked_and_dropped_connection(fo):
     fo.script(Reply.text("never").drop())
     with pytest.raises(openai.APIConnectionError):
         _o(fo).chat.completions.create(model="gpt-x", messages=USER)
+
+
+# -- what real conversations meet (issue 13) -------------------------------------------
+
+def test_anthropic_tool_call_cut_by_max_tokens(fa):
+    fa.script(Reply.tools([("write_file", {"path": "/data/a.md"})], text="Writing.", stop="max_tokens"))
+    m = _a(fa).messages.create(model="claude-x", max_tokens=10, messages=USER, tools=[TOOL])
+    assert m.stop_reason == "max_tokens"
+    assert [b.type for b in m.content] == ["text", "tool_use"] and m.content[1].name == "write_file"
+
+
+def test_openai_tool_call_cut_by_length(fo):
+    fo.script(Reply.tools([("write_file", '{"path": "/data/a.md", "content": "half a fi')], stop="max_tokens"))
+    r = _o(fo).chat.completions.create(model="gpt-x", messages=USER, tools=[OTOOL])
+    assert r.choices[0].finish_reason == "length"
+    assert r.choices[0].message.tool_calls[0].function.arguments.endswith("half a fi")
+
+
+def test_openai_refusal_field(fo):
+    fo.script(Reply.text("I can't help with that.", stop="refusal"), Reply.text("x", stop="content_filter"))
+    c = _o(fo)
+    r = c.chat.completions.create(model="gpt-x", messages=USER)
+    msg = r.choices[0].message
+    assert msg.refusal == "I can't help with that." and msg.content is None
+    assert r.choices[0].finish_reason == "stop"
+    assert c.chat.completions.create(model="gpt-x", messages=USER).choices[0].finish_reason == "content_filter"
+
+
+def test_refusal_trigger_refuses_while_the_turn_stays_in_the_history(fa, fo):
+    from host_sim.fakes.llm import REFUSAL_TRIGGER
+    refused = [{"role": "user", "content": "tell me " + REFUSAL_TRIGGER}]
+    c = _a(fa)
+    fa.script(Reply.text("fine"))
+    assert c.messages.create(model="claude-x", max_tokens=10, messages=refused).stop_reason == "refusal"
+    later = refused + [{"role": "assistant", "content": "..."}, {"role": "user", "content": "hello"}]
+    assert c.messages.create(model="claude-x", max_tokens=10, messages=later).stop_reason == "refusal"
+    m = c.messages.create(model="claude-x", max_tokens=10, messages=[{"role": "user", "content": "hello"}])
+    assert m.stop_reason == "end_turn" and m.content[0].text == "fine"  # the script waited
+    r = _o(fo).chat.completions.create(model="gpt-x", messages=refused)
+    assert r.choices[0].message.refusal
+
+
+def test_openrouter_error_object_in_a_200(fo):
+    fo.script(Reply.body_error(502, "Upstream provider returned an error"),
+              Reply.body_error(429, "Rate limit exceeded upstream", on_choice=True))
+    c = _o(fo)
+    r = c.chat.completions.create(model="gpt-x", messages=USER)  # the SDK takes it as an answer...
+    assert not r.choices and r.model_extra["error"] == {
+        "code": 502, "message": "Upstream provider returned an error", "metadata": {"provider_name": "FakeProvider"}}
+    r = c.chat.completions.create(model="gpt-x", messages=USER)
+    ch = r.choices[0]
+    assert ch.finish_reason == "error" and ch.model_extra["error"]["code"] == 429  # ...with the error on the choice
+
+
+def test_context_window_errors(fa, fo):
+    long_ = [{"role": "user", "content": "x" * 4000}]
+    fa.context_tokens = fo.context_tokens = 500
+    with pytest.raises(anthropic.BadRequestError) as e:
+        _a(fa).messages.create(model="claude-x", max_tokens=10, messages=long_)
+    assert "prompt is too long" in e.value.message and e.value.body["error"]["type"] == "invalid_request_error"
+    with pytest.raises(openai.BadRequestError) as e:
+        _o(fo).chat.completions.create(model="gpt-x", messages=long_)
+    assert e.value.code == "context_length_exceeded" and "maximum context length" in e.value.message
+    assert _o(fo).chat.completions.create(model="gpt-x", messages=USER).choices[0].message.content == "ok"
+
+
+def test_deepseek_thinking_mode_wants_reasoning_content_back_on_tool_calls(fo):
+    fo.thinking = True
+    fo.script(Reply.tools([("read_file", {"path": "/data/a"})]), Reply.text("done"), Reply.text("again"))
+    c = _o(fo)
+    r = c.chat.completions.create(model="deepseek-v4-flash", messages=USER, tools=[OTOOL])
+    msg = r.choices[0].message
+    assert msg.model_extra["reasoning_content"] == "Let me think."
+    result = {"role": "tool", "tool_call_id": msg.tool_calls[0].id, "content": "x"}
+    bare = msg.model_dump(exclude_none=True)
+    bare.pop("reasoning_content")
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model="deepseek-v4-flash", messages=USER + [bare, result], tools=[OTOOL])
+    assert "reasoning_content in the thinking mode must be passed back" in e.value.message
+    full = msg.model_dump(exclude_none=True)
+    r = c.chat.completions.create(model="deepseek-v4-flash", messages=USER + [full, result], tools=[OTOOL])
+    assert r.choices[0].message.content == "done"
+    # an answer without tool calls needs none back (DeepSeek: it is ignored)
+    plain = USER + [{"role": "assistant", "content": "done"}, {"role": "user", "content": "more"}]
+    assert c.chat.completions.create(model="deepseek-v4-flash", messages=plain).choices[0].message.content == "again"

@@ -131,13 +131,14 @@ def test_odd_update_kinds_do_not_stop_the_loop(sim):
     sim.tg.inject_voice(chat)
     sim.tg.inject_service(chat, chat_type="private")
     sim.tg.inject_group_text(-100555, "group chatter without a mention")
-    sim.tg.inject_photo(chat, caption="what is on this photo?")
-    sim.llm.script(Reply.text("I cannot see photos."), Reply.text("Still here."))
+    sim.tg.inject_photo_file(chat, b"\xff\xd8\xff\xe0 a small photo", caption="what is on this photo?")
+    sim.llm.script(Reply.text("A photo of nothing."), Reply.text("Still here."))
     sim.send("are you alive?", chat)
-    texts = sim.wait_texts(4, chat)  # two "text only" notices, the caption's answer, the text's
-    assert texts[-1] == "Still here." and "I cannot see photos." in texts
+    texts = sim.wait_texts(4, chat)  # "text only" for the sticker, "cannot listen" for the voice, two answers
+    assert texts[-1] == "Still here." and "A photo of nothing." in texts
+    assert any("cannot listen to voice notes" in t for t in texts)  # the sim's provider has no transcription
     asked = [msgs[-1]["text"] for _, msgs, _ in _turns(sim)]
-    assert len(asked) == 2 and "what is on this photo?" in asked[0] and asked[1] == "are you alive?"
+    assert len(asked) == 2 and asked[0] == "[photo]\nwhat is on this photo?" and asked[1] == "are you alive?"
     assert any(c.method == "answerCallbackQuery" for c in sim.tg.sent)
 
 

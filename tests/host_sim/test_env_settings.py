@@ -232,6 +232,20 @@ def test_store_settings_refuses_to_write_over_a_damaged_store(tmp_path):
     assert (tmp_path / "nvs.json").read_text() == "[1,2]"
 
 
+def test_the_feishu_variables_and_feishu_chat_ids():
+    got = launcher.settings_from_env({"MIMI_FEISHU_APP_ID": "cli_FAKE0001", "MIMI_FEISHU_APP_SECRET": "FAKEsecret",
+                                      "MIMI_FEISHU_DOMAIN": "https://open.larksuite.com/",
+                                      "MIMI_ALLOWED_CHATS": "fs_ou_ab12, 111,fs_oc_cd34"})
+    assert got == {"feishu_app_id": "cli_FAKE0001", "feishu_app_secret": "FAKEsecret",
+                   "feishu_domain": "https://open.larksuite.com", "allowed_chats": "fs_ou_ab12,111,fs_oc_cd34"}
+    assert config.is_secret("feishu_app_secret") and not config.is_secret("feishu_app_id")
+    for bad in ({"MIMI_FEISHU_DOMAIN": "open.feishu.cn"}, {"MIMI_ALLOWED_CHATS": "fs_xx_1"},
+                {"MIMI_FEISHU_APP_ID": "cli 1"}):
+        with pytest.raises(ValueError) as e:
+            launcher.settings_from_env(bad)
+        assert next(iter(bad)) in str(e.value)
+
+
 def test_trust_settings_are_checked_as_choices():
     # flash.sh config and MIMI_* take the owner's choices of docs/trust.md, and nothing else
     assert launcher.check_setting("share_memory", " People ") == "people"

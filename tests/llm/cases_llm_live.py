@@ -221,3 +221,42 @@ def test_response_buffer_is_reused_between_calls():
     assert common.init() is buf
     assert p.chat("s", USER)["text"] == "two"
     seam.collect()
+
+
+def test_refusals_context_errors_and_errors_in_a_200_on_the_wire():
+    _fast_retries()
+    url, p = _o()
+    fakectl.script(url, fakectl.reply("text", text="I can't help with that.", stop="refusal"),
+                   fakectl.reply("body_error", code=400, message="Provider returned error"))
+    r = p.chat("s", USER)
+    assert r["stop"] == "refusal" and r["text"] == "I can't help with that."
+    e = support.raises(common.LLMError, p.chat, "s", USER)
+    assert e.user_message == "openai reported an error (400): Provider returned error" and not e.retryable
+    for make in (_a, _o):
+        url, p = make()
+        fakectl.config(url, context_tokens=100)
+        e = support.raises(common.LLMError, p.chat, "s", [{"role": "user", "content": "x" * 1000}])
+        assert e.too_long and e.status == 400 and "(400)" in e.user_message, e.user_message
+        fakectl.reset(url)
+        fakectl.script(url, fakectl.reply("error", status=400, message="max_tokens: too big"))
+        assert not support.raises(common.LLMError, p.chat, "s", USER).too_long
+
+
+def test_the_body_is_the_same_from_the_buffer_and_streamed():
+    # A body that fits the reply buffer is written there and sent at once; one that does
+    # not is streamed (counted, then sent). The server must get the same request either way.
+    got = []
+    for size in (65536, 8192):  # the 12 KB system prompt fits the first only
+        _fast_retries()
+        common.init(size)
+        url, p = _o()
+        fakectl.script(url, fakectl.reply("text", text="ok %d" % size))
+        msgs = USER + [{"role": "assistant", "content": "ü 😀 \"q\"", "ts": 2}, {"role": "user", "content": "again"}]
+        assert p.chat(_sys(), msgs, [TOOL], 128)["text"] == "ok %d" % size
+        reqs = fakectl.requests(url)
+        assert len(reqs) == 1
+        got.append(reqs[0]["json"])
+    assert got[0] == got[1]
+    assert got[0]["messages"][0] == {"role": "system", "content": SYSTEM}
+    assert got[0]["tools"][0]["function"]["name"] == "read_file"
+    common.init(8192)

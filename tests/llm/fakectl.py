@@ -34,3 +34,10 @@ def reply(kind="text", **kw):
         d["stop"] = "tool_use"
     d.update(kw)
     return d
+
+
+def config(url, **settings):
+    """Set what the fake does across a conversation: ``context_tokens=N``, ``thinking=True``
+    (``host_sim.fakes.llm``, module doc); ``reset`` clears them."""
+    r = http.request("POST", url + "/_fake/config", {"content-type": "application/json"}, json.dumps(settings))
+    assert r.status == 200, r.status

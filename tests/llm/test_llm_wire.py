@@ -340,3 +340,220 @@ def test_surrogate_escapes_are_detected_in_the_raw_reply():
                       (b'{"t":"\\u00e9 \\ud7ff"}', False), (b'{"t":"plain"}', False), (b'\\ud', False)):
         buf = bytearray(raw) + bytearray(8)
         assert common._utf16_escapes(buf, len(raw)) == want, raw
+
+
+# -- what real servers send (issue 13) ---------------------------------------------------
+
+NAMES = ["read_file", "write_file"]
+
+
+def _pt(content, names=NAMES, finish="stop"):
+    return wire.parse(_oai({"role": "assistant", "content": content}, finish), "openai", "ollama", False, names)
+
+
+def test_tool_calls_written_as_text_run_as_tool_calls():
+    forms = [
+        'Let me look.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "/data/a"}}\n</tool_call>',
+        '<tool_call>{"name": "read_file", "arguments": "{\\"path\\": \\"/data/a\\"}"}</tool_call>',  # a JSON string
+        '<function_call>{"name": "read_file", "parameters": {"path": "/data/a"}}</function_call>',
+        '<tool_call>\n<function=read_file>\n<parameter=path>\n/data/a\n</parameter>\n</function>\n</tool_call>',
+        '<function=read_file>{"path": "/data/a"}</function>',
+        '[TOOL_CALLS][{"name": "read_file", "arguments": {"path": "/data/a"}}]',
+        '[TOOL_CALLS]read_file[ARGS]{"path": "/data/a"}',
+        '<|python_tag|>{"name": "read_file", "parameters": {"path": "/data/a"}}<|eom_id|>',
+        '{"name": "read_file", "parameters": {"path": "/data/a"}}',
+        '```json\n{"name": "read_file", "arguments": {"path": "/data/a"}}\n```',
+        '<think>which file?</think><tool_call>{"name": "read_file", "arguments": {"path": "/data/a"}}',  # unclosed
+    ]
+    for f in forms:
+        r = _pt(f)
+        assert r["stop"] == "tool_use", f
+        assert [(c["name"], c["input"]) for c in r["tool_calls"]] == [("read_file", {"path": "/data/a"})], (f, r)
+        assert "error" not in r["tool_calls"][0], f
+        assert "<" not in r["text"] and "TOOL_CALLS" not in r["text"] and "{" not in r["text"], (f, r["text"])
+    assert _pt(forms[0])["text"] == "Let me look."
+
+
+def test_text_tool_calls_several_unknown_unreadable_and_plain_json():
+    r = _pt('<tool_call>{"name": "read_file", "arguments": {"path": "/a"}}</tool_call>\n'
+            '<tool_call>{"name": "write_file", "arguments": {"path": "/b", "content": "x"}}</tool_call> done')
+    assert [c["name"] for c in r["tool_calls"]] == ["read_file", "write_file"] and r["text"] == "done"
+    r = _pt('[TOOL_CALLS]read_file[ARGS]{"path": "/a"}[TOOL_CALLS]read_file[ARGS]{"path": "/b"}')
+    assert [c["input"]["path"] for c in r["tool_calls"]] == ["/a", "/b"]
+    r = _pt('<tool_call>{"name": "format_disk", "arguments": {}}</tool_call>')
+    assert r["tool_calls"][0]["name"] == "format_disk" and r["text"] == ""  # the agent says it is not offered
+    r = _pt('<tool_call>{"name": "read_file", "arguments": {"path": </tool_call>')
+    c = r["tool_calls"][0]
+    assert c["input"] == {} and "could not be read" in c["error"] and r["text"] == ""
+    # JSON a person asked for is an answer, not a call: only an offered tool's name makes it one
+    for text in ('{"name": "Ada", "age": 36}', '[1, 2]', '{"name": "read_file"', 'plain words'):
+        r = _pt(text)
+        assert r["tool_calls"] == [] and r["text"] == text and r["stop"] == "end", text
+    assert _pt('{"name": "read_file", "arguments": {}}', names=None)["tool_calls"] == []  # no tools offered
+    r = _pt("<|python_tag|>print(2 + 2)")  # code for an interpreter: text, not a call
+    assert r["tool_calls"] == [] and r["text"] == "print(2 + 2)"
+    # native calls win; Anthropic replies are left alone
+    r = wire.parse(_oai({"content": '<tool_call>{"name": "write_file", "arguments": {}}</tool_call>', "tool_calls": [
+        {"id": "c", "function": {"name": "read_file", "arguments": "{}"}}]}), "openai", "x", False, NAMES)
+    assert [c["name"] for c in r["tool_calls"]] == ["read_file"]
+    r = wire.parse({"content": [{"type": "text", "text": '{"name": "read_file", "arguments": {}}'}]},
+                   "anthropic", "a", False, NAMES)
+    assert r["tool_calls"] == []
+
+
+def test_openai_refusal_field_is_a_refusal():
+    r = _po(_oai({"content": None, "refusal": "I can't help with that."}))
+    assert r["stop"] == "refusal" and r["text"] == "I can't help with that."
+    assert _po(_oai({"content": "fine", "refusal": None}))["stop"] == "end"
+
+
+def test_an_error_object_in_a_200_is_the_users_message():
+    e = support.raises(common.LLMError, _po, {"error": {"code": 502, "message": "Upstream error from FakeProvider: "
+                                                        "overloaded", "metadata": {"raw": "x"}}})
+    assert e.user_message == "openai reported an error (502): Upstream error from FakeProvider: overloaded"
+    assert e.retryable and e.status == 502
+    e = support.raises(common.LLMError, _po, {"choices": [{"finish_reason": "error", "message": {"content": ""},
+                                                            "error": {"code": 400, "message": "x" * 500}}]})
+    assert not e.retryable and len(e.user_message) < 220 and "(400)" in e.user_message
+    e = support.raises(common.LLMError, _po, {"error": "quota"})
+    assert e.user_message.endswith(": quota")
+    assert _po(_oai({"content": "hi"}))["text"] == "hi"
+
+
+def test_context_window_errors_are_told_apart():
+    cases = [
+        (400, b'{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens '
+              b'> 200000 maximum"}}', True),
+        (400, b'{"error":{"message":"This model\'s maximum context length is 128000 tokens. However, your messages '
+              b'resulted in 130000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}', True),
+        (400, b'{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it",'
+              b'"type":"exceed_context_size_error"}}', True),
+        (413, b'{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}', True),
+        (400, b'{"error":{"type":"invalid_request_error","message":"max_tokens: too big"}}', False),
+        (429, b'{"error":{"type":"rate_limit_error","message":"too many tokens per minute"}}', False),
+    ]
+    for status, body, want in cases:
+        e = common._status_error(_R(status, body), "x")
+        assert e.too_long == want, (status, body)
+    assert not common.LLMError("x").too_long
+
+
+def test_reasoning_content_is_kept_and_sent_back():
+    r = _po(_oai({"content": None, "reasoning_content": "", "tool_calls": [
+        {"id": "c", "function": {"name": "f", "arguments": "{}"}}]}))
+    assert r["reasoning_content"] == ""  # an empty one counts too: DeepSeek wants the field
+    assert "reasoning_content" not in _po(_oai({"content": "x"}))
+    p = common.Provider("openai", "deepseek", "https://api.deepseek.com", "sk-FAKE", "deepseek-v4-flash")
+    msgs = [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": "", "reasoning_content": "", "tool_calls": [
+                {"id": "c", "name": "f", "input": {}}]},
+            {"role": "tool", "tool_call_id": "c", "name": "f", "content": "r"},
+            {"role": "assistant", "content": "a", "reasoning_content": "so: a"},
+            {"role": "assistant", "content": "b"}]
+    m = _body(p, None, msgs, None, 10)["messages"]
+    assert m[1]["reasoning_content"] == "" and m[3]["reasoning_content"] == "so: a"
+    assert "reasoning_content" not in m[4]
+    a = _body(common.Provider("anthropic", "a", "http://h", "k", "m"), None, msgs, None, 10)["messages"]
+    assert "reasoning_content" not in json.dumps(a)
+
+
+def test_images_are_streamed_from_flash_as_blocks_before_the_text():
+    import binascii
+
+    root = support.fresh_flash()
+    data = bytes(range(256)) * 9 + b"xy"  # 2306 bytes: pieces of 768, padding only at the end
+    support.write(root + "/data/state/media_0", data)
+    msgs = [{"role": "user", "content": "[photo]\nwhat is it?", "images": [
+        {"path": "/data/state/media_0", "mime": "image/png", "size": len(data)}]}]
+    b64 = binascii.b2a_base64(data, newline=False).decode()
+    for proto in ("anthropic", "openai"):
+        p = common.Provider(proto, proto, "http://h/v1", "k", "m")
+        writes = []
+        wire.body(writes.append, p, "sys", msgs, None, 100)
+        again = []
+        wire.body(again.append, p, "sys", msgs, None, 100)  # http counts, then sends: the same bytes
+        data_out = b"".join([w.encode() if isinstance(w, str) else bytes(w) for w in writes])
+        assert data_out == b"".join([w.encode() if isinstance(w, str) else bytes(w) for w in again])
+        assert max([len(w) for w in writes]) < 1100  # no piece anywhere near the image's size
+        c = json.loads(data_out)["messages"][-1]["content"]
+        if proto == "anthropic":
+            assert c[0] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}
+        else:
+            assert c[0] == {"type": "image_url", "image_url": {"url": "data:image/png;base64," + b64}}
+        assert c[1] == {"type": "text", "text": "[photo]\nwhat is it?"}
+    # after tool results (Anthropic): the image joins the results' user message
+    p = common.Provider("anthropic", "anthropic", "http://h", "k", "m")
+    hist = HISTORY[:4] + [dict(msgs[0])]
+    c = _body(p, "s", hist, None, 10)["messages"][-1]["content"]
+    assert [b["type"] for b in c] == ["tool_result", "tool_result", "image", "text"]
+def _joined(parts):
+    return b"".join(p.encode() if isinstance(p, str) else bytes(p) for p in parts)
+
+
+def test_body_into_a_buffer_is_the_streamed_body_or_none_when_it_does_not_fit():
+    # The request body is written into the reply buffer when it fits (encoded once), else
+    # streamed (http counts, then sends): both must give the same bytes, for either
+    # protocol, with and without a system prompt and tools.
+    for proto, name in (("anthropic", "anthropic"), ("openai", "openai"), ("openai", "ollama")):
+        p = common.Provider(proto, name, "http://h/v1", "k", "m")
+        for system, tools in ((memoryview(SYSTEM.encode()), [TOOL]), (None, None), ("", [TOOL])):
+            plain = []
+            wire.body(plain.append, p, system, HISTORY, tools, 99)
+            want = _joined(plain)
+            buf = bytearray(len(want) + 7)
+            n = wire.into(buf, p, system, HISTORY, tools, 99)
+            assert n == len(want) and bytes(buf[:n]) == want, (proto, name, tools)
+            assert ("tools" in json.loads(want)) == bool(tools)
+            assert wire.into(bytearray(len(want) - 1), p, system, HISTORY, tools, 99) is None
+
+
+def _tools(protocol, tools):
+    parts = []
+    wire.tools_json(parts.append, protocol, tools)
+    return json.loads(b"[" + _joined(parts) + b"]")
+
+
+def _as_api(protocol, t):
+    if protocol == "anthropic":
+        return {"name": t.name, "description": t.description, "input_schema": t.schema}
+    return {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.schema}}
+
+
+def test_tools_are_copied_from_their_lines_in_either_form():
+    # Tools registered from tools.jsonl are written from their lines' bytes, the others
+    # encoded: either way each protocol gets its own form of every tool, in order.
+    support.fresh_flash()
+    registry.clear()
+    from mimi.tools import files, gpio
+
+    files.register_all()
+    gpio.register_all()
+    registry.register(registry.Tool("web_like", "An inline tool", TOOL.schema, lambda a, c: "", "net"))
+    t = registry.offered(())
+    assert len([x for x in t if x.cut]) == len(t) - 1 and t[-1].cut is None  # both kinds
+    for proto in ("anthropic", "openai"):
+        assert _tools(proto, t) == [_as_api(proto, x) for x in t]
+        assert _tools(proto, t[:1]) == [_as_api(proto, t[0])]
+    registry.clear()
+
+
+def test_a_line_in_another_order_is_encoded_instead():
+    root = support.fresh_flash()
+    registry.clear()
+    saved = registry.SPECS
+    registry.SPECS = root + "/tools.jsonl"
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    support.write(registry.SPECS, '{"name":"get_current_time","group":"time","description":"Now",'
+                                  '"input_schema":{"type":"object","properties":{"q":{"type":"string"}},'
+                                  '"required":["q"]}}\n')
+    try:
+        from mimi.tools import clock
+
+        clock.register_all()
+        t = registry.offered(())
+        assert t[0].cut is None and t[0].description == "Now"
+        for proto in ("anthropic", "openai"):
+            assert _tools(proto, t) == [_as_api(proto, t[0])]
+    finally:
+        registry.SPECS = saved
+        registry.clear()

@@ -108,6 +108,32 @@ def test_chunked_truncates_at_the_cap_even_mid_chunk():
     assert FakeConn.last.closed
 
 
+def test_a_sink_takes_bodies_larger_than_the_buffer_piece_by_piece():
+    big = bytes(range(256)) * 40  # 10 KB through a 16-byte buffer
+    chunked = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+    for i in range(0, len(big), 1000):
+        chunked += b"%x\r\n" % len(big[i:i + 1000]) + big[i:i + 1000] + b"\r\n"
+    chunked += b"0\r\n\r\n"
+    sized = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(big) + big
+    to_close = b"HTTP/1.1 200 OK\r\n\r\n" + big
+    for resp in (chunked, sized, to_close):
+        for piece in (1, 7, 4096):
+            got = bytearray()
+            most = [0]
+
+            def sink(mv):
+                got.extend(mv)
+                most[0] = max(most[0], len(mv))
+
+            r = _with_fake(resp, piece, lambda: http.start("GET", "http://h/").finish(buf=bytearray(16), sink=sink))
+            assert bytes(got) == big and most[0] <= 16, piece
+            assert r.status == 200 and len(r.body) == 0 and not r.truncated
+    got = bytearray()
+    r = _with_fake(sized, 64, lambda: http.start("GET", "http://h/").finish(buf=bytearray(16), cap=100,
+                                                                            sink=got.extend))
+    assert bytes(got) == big[:100] and r.truncated
+
+
 def test_content_length_split_and_utf8_text():
     body = "héllo wörld 😀".encode()
     resp = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body

@@ -219,3 +219,19 @@ def test_control_characters_in_settings_are_refused():
         assert config.get(n) == keep[n], n
     assert "A model name is one word" in commands.run("/model x\ty", "cli", config.CLI_CHAT_ID)
     assert config.get("model") == "gpt-4o"
+
+
+def test_set_feishu_stores_the_app_masked():
+    _capture()
+    cli.execute("set_feishu cli_FAKE0001 FAKEsecret0123456789")
+    assert config.get("feishu_app_id") == "cli_FAKE0001" and config.get("feishu_app_secret") == "FAKEsecret0123456789"
+    assert config.get("feishu_domain") == "https://open.feishu.cn"
+    assert "FAKE****" in _text() and "0123456789" not in _text()
+    cli.execute("set_feishu cli_FAKE0002 FAKEsecret https://open.larksuite.com/")
+    assert config.get("feishu_domain") == "https://open.larksuite.com"
+    del _lines[:]
+    cli.execute("set_feishu cli_only")
+    assert "usage: set_feishu <app_id> <secret> [domain]" in _text()
+    del _lines[:]
+    cli.execute("config_show")
+    assert "FAKEsecret" not in _text() and "cli_FAKE0002" in _text()

@@ -378,3 +378,69 @@ def test_a_jobs_session_keeps_one_archive_a_chat_keeps_more():
     names = [a.rsplit("/", 1)[1] for a in _archives()]
     assert len([n for n in names if n.startswith("cron_j1.")]) == 1
     assert len([n for n in names if n.startswith("tg_1.")]) == 3  # SESSION_ARCHIVES_MAX here
+
+
+def _from_flash(key):
+    """What load gives when it reads the file, not the kept window."""
+    sessions._win[0] = None
+    return sessions.load(key)
+
+
+def test_the_kept_window_is_what_the_flash_holds():
+    # The window kept between turns must be, after every change, what a load from flash
+    # gives: appends of every kind and size, two chats in turn, rotations, a clear, a torn
+    # write and an edit by hand behind the module's back.
+    root = support.fresh_flash()
+
+    def add_raw(key, text):
+        with open(root + "/data/sessions/%s.jsonl" % key, "ab") as f:
+            f.write(text.encode())
+
+    saved = config.SESSION_ROTATE_BYTES
+    config.SESSION_ROTATE_BYTES = 30000
+    hits = [0]
+    window = sessions._window
+
+    def counted(*a):
+        hits[0] += 1
+        return window(*a)
+
+    sessions._window = counted
+    try:
+        seed = 7
+        cid = 0
+        for step in range(160):
+            seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
+            key = "tg_1" if seed % 5 else "tg_2"
+            k = (seed >> 8) % 40
+            k = 9 if k == 39 else k % 9  # one message in 40 too long to load
+            if k < 3:
+                m = {"role": "user", "content": "question %d ü 中文 %s" % (step, "x" * (seed % 300))}
+            elif k < 5:
+                cid += 1
+                m = {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c%d" % cid, "name": "read_file", "input": {"path": "/data/a%d" % step}}]}
+            elif k < 7:
+                m = {"role": "tool", "tool_call_id": "c%d" % cid, "name": "read_file",
+                     "content": "r" * (seed % 2000), "is_error": False}  # some over the stored cap
+            elif k < 9:
+                m = {"role": "assistant", "content": "answer %d 😀" % step}
+            else:
+                m = {"role": "assistant", "content": "long " * (config.SESSION_LINE_MAX_BYTES // 5 + 3)}
+            sessions.load(key)  # a turn starts: the window is kept
+            sessions.append(key, m)
+            if step == 60:
+                sessions.clear("tg_1")
+            if step in (90, 91):  # a power cut mid-write: a torn line at the end of the kept chat
+                add_raw(key, '{"role":"user","cont')
+            if step in (120, 121):  # a line added by hand (mpremote) to the kept chat
+                add_raw(key, json.dumps({"role": "user", "content": "by hand"}) + "\n")
+            for kk in ("tg_1", "tg_2"):
+                kept = sessions.load(kk)
+                assert kept == _from_flash(kk), (step, kk)
+                assert sessions.load(kk) == kept, (step, kk)
+        assert hits[0] > 400  # the kept window was used (not only loads from flash)
+        assert sessions._window is counted
+    finally:
+        sessions._window = window
+        config.SESSION_ROTATE_BYTES = saved

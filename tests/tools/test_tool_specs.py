@@ -3,12 +3,12 @@ import json
 
 from mimi import config
 from mimi.storage import cronjobs
-from mimi.tools import clock, cron_tools, files, memory_tools, messaging, registry
+from mimi.tools import clock, cron_tools, files, gpio, memory_tools, messaging, registry
 import support
 
 RUNTIMES = ("cpython", "micropython")
 
-MODULES = (files, memory_tools, clock, messaging, cron_tools)
+MODULES = (files, memory_tools, clock, messaging, cron_tools, gpio)
 
 
 def _lines():
@@ -44,7 +44,7 @@ def test_registered_tools_read_their_line():
     # Numbers and choices in the text agree with the code.
     assert str(config.TOOL_READ_MAX_BYTES) in registry.get("read_file").schema["properties"]["length"]["description"]
     assert registry.get("cron_add").schema["properties"]["kind"]["enum"] == list(cronjobs.KINDS)
-    assert registry.get("send_message").schema["properties"]["channel"]["enum"] == ["telegram", "cli"]
+    assert registry.get("send_message").schema["properties"]["channel"]["enum"] == ["telegram", "feishu", "cli"]
 
 
 def test_a_handler_without_a_line_is_refused_by_name():

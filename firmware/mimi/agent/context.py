@@ -9,6 +9,7 @@ Sections in a fixed order (../shared/DESIGN.md, "Context"), each with a byte cap
     5 notes   daily notes, last 3 days, newest first   CONTEXT_NOTES_MAX_BYTES (4 KB)
     6 skills  title + first paragraph of each skill    CONTEXT_SKILLS_MAX_BYTES (2 KB)
     7 now     channel, chat, local time, mode, notes on continuation and changes
+    7b earlier the chat's summary of what left the window (mimi.agent.compact), when given
     8 extra   what this message adds (hardware notes): the rest of the buffer
 
 From MiniClaw's ACE engine (seed 001), fitted to bytes: the time-of-day mode adds a
@@ -54,6 +55,7 @@ _TAG = const("ctx")
 _ROOM = const(b"\n[cut for room]")
 _CUT = const("\n[cut at byte %d of %d: read_file %s offset=%d for the rest]")
 _RESERVE = const(240)  # room kept for the lines the turn block learns while writing
+_EARLIER = const("\n# Earlier in this chat (a summary of what is no longer in the messages)\n")
 
 
 class Context:
@@ -135,12 +137,14 @@ class Context:
             self._put(b"\n")
         return s, e
 
-    def build(self, msg, extra=None, now_s=None):
+    def build(self, msg, extra=None, now_s=None, summary=None):
         """Write the system prompt for inbound ``msg``; return its length in bytes.
 
         ``msg``: the bus message (``channel``, ``chat_id``, ``session``). ``extra``: str, or a
         function ``fn(room_bytes) -> str`` so hardware retrieval can fill exactly the room
-        left (``mimi.hw.retrieval.for_message(text, budget)``). ``now_s``: for tests.
+        left (``mimi.hw.retrieval.for_message(text, budget)``). ``summary``: the chat's
+        summary (str, ``mimi.agent.compact`` caps it), written after the turn block; its room
+        is taken before sections 2-6 get theirs. ``now_s``: for tests.
         Reads SOUL.md, USER.md, MEMORY.md, the recent notes and the skills index (a chat
         other than the owner's gets its own notes file instead of the owner's memory, and
         no profile or daily notes, unless the owner shares them: ``mimi.policy``); writes
@@ -177,6 +181,7 @@ class Context:
                     n += len(p)
             secs.append((key, head, body, size, len(head) + n + 1 if n else 0))
         turn = _turn(msg, now, mode, today)
+        earlier = (_EARLIER + summary.strip() + "\n").encode() if summary else b""
 
         self.n = 0
         try:
@@ -189,7 +194,7 @@ class Context:
 
         # Room by priority; the lowest goes first. Morning, break and night rank the
         # recent notes over the skills index.
-        left = self.size - self.n - len(turn) - _RESERVE
+        left = self.size - self.n - len(turn) - _RESERVE - len(earlier)
         give = [0] * 5
         dropped = []
         for i in (0, 1, 2, 3, 4) if mode in ("morning", "break", "night") else (0, 1, 2, 4, 3):
@@ -228,6 +233,10 @@ class Context:
             late += "Left out for room: %s.\n" % ", ".join(dropped)
         self._put(late[:_RESERVE].encode())
         last["now"] = self.n - at
+        at = self.n
+        self._put(earlier)
+        last["earlier"] = self.n - at
+        earlier = None
 
         at = self.n
         if extra is not None:

@@ -23,6 +23,26 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
   is removed after its turn (``once``).
 - ``handle`` never raises: a failure becomes one short message to the user, and the log
   gets one line with the tag (nanobot: "a failing turn becomes a short message").
+- Real chats (issue 13):
+  - A reply cut off by the length limit (stop ``max_tokens``) never runs its calls: their
+    arguments may hold half a file, and a cut ``write_file`` would destroy what the file
+    held. Each gets an error result asking for smaller pieces, its half arguments are not
+    kept, and a second cut reply in the turn ends it with a word to the user.
+  - The same call (name and arguments) made ``_AGENT_REPEAT_MAX`` times within the last
+    ``_AGENT_REPEAT_WINDOW`` calls of a turn (ZeroClaw's loop detector: 3 in 20) is not
+    run: its result tells the model to use what it has; a repeat after that ends the turn
+    with a word to the user, so a turn never spends its rounds on one call.
+  - A refused turn is kept out of later windows (a ``{"role": "forget"}`` line after it,
+    see ``mimi.storage.sessions``: the providers say a refused turn left in the history
+    makes every later one refused).
+  - DeepSeek's ``reasoning_content`` is kept on the assistant messages of a turn with
+    tool calls (cut to ``_AGENT_REASONING_MAX_BYTES``): its API wants it back.
+  - A request too long for the model's context is sent once more with only this turn,
+    tool results cut (``compact.retry_short``), then the user is told.
+  - The chat's summary (``mimi.agent.compact``) is in every turn's system prompt; after
+    the reply, at most every ``_AGENT_COMPACT_EVERY_TURNS`` turns of a chat whose history
+    is longer than the window, ``compact.update`` brings it up to date. ``compact`` is
+    imported only then (and on a full context): a short chat never loads it.
 """
 import os
 
@@ -40,6 +60,11 @@ _AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note.
 _AGENT_NOTE_AFTER_MS = const(20000)  # ...or this long into the turn, whichever comes first
 _AGENT_HW_NOTES_BYTES = const(2048)  # hardware notes a message may add to the context
 _AGENT_GROUP_DENIED = const(("file", "gpio", "cron"))  # tool groups group chats do not get by default
+_AGENT_REASONING_MAX_BYTES = const(4096)  # DeepSeek's reasoning_content kept on one message
+_AGENT_REPEAT_MAX = const(3)  # the same call this often within the window is not run
+_AGENT_REPEAT_WINDOW = const(20)  # calls of a turn looked back on
+_AGENT_COMPACT_EVERY_TURNS = const(5)  # one summary call per this many turns of a chat, at most
+_AGENT_COMPACT_MIN_FREE_BYTES = const(49152)  # free heap a summary needs (loading compact, its request)
 
 _TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
@@ -47,11 +72,13 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "|bug Sorry, something went wrong (%s).|text I can only read text messages."
              "|note Still working (%d steps: %s)...|offer tool '%s' is not available in this chat"
              "|retry Error: %s. Try again.|max_tokens [My reply was cut off at the length limit: ask me to continue.]"
-             "|refusal [The model declined.]|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
+             "|refusal [The model declined. I left that message out of our conversation: try asking another way.]"
+             "|rounds I stopped after %d rounds (%s). Say \"continue\" to go on."
              "|paused the server paused its turn each time"
              "|disk [This chat could not be saved (%s): the flash may be full. /new starts a fresh file; old "
              "archives in /data/sessions/archive can be deleted.]|")
 _unsaved = [None]  # the first failed session write of this turn (the agent runs one turn at a time)
+_turns = {}  # session key -> turns since its last summary check (RAM: after a reboot, checked at once)
 
 
 def denied_groups(msg):
@@ -93,6 +120,7 @@ class Agent:
         self.context = context
         self.provider = provider or llm.current
         self.busy = None  # chat id being worked on, for /status
+        self._compact = None  # (key, provider, window_full) for _compact once the turn is answered
 
     def run(self, stop):
         """Take messages from ``bus.inbound`` until ``stop()`` is true (the agent thread)."""
@@ -113,11 +141,16 @@ class Agent:
         self.busy = chat
         self.bus.send(channel, chat, "", "typing")
         _unsaved[0] = None
+        self._compact = None
         try:
             reply = self._turn(msg, channel, chat)
         except llm.LLMError as e:
             log.warn(_TAG, "%s: %s", chat, e.user_message)
             reply = llm.pick(_MSG, "llm") % e.user_message
+            if msg.get("media") and e.status == 400 and "image" in e.user_message.lower():
+                from mimi import commands  # a model without vision refused the image: say so plainly
+
+                reply = commands.text("media_no_vision", self.provider().model)
         except MemoryError:
             seam.collect()
             log.error(_TAG, "%s: no mem", chat)
@@ -125,6 +158,10 @@ class Agent:
         except Exception as e:  # noqa: BLE001 - a turn must never kill the agent thread
             log.exc(_TAG, chat, e)
             reply = llm.pick(_MSG, "bug") % type(e).__name__
+        if msg.get("media"):
+            from mimi.agent import media
+
+            media.clean()  # the turn's photos and voice notes leave the flash
         if _unsaved[0] is not None:
             e = _unsaved[0]
             note = llm.pick(_MSG, "disk") % ("no space left" if e.args and e.args[0] == 28 else e)
@@ -136,6 +173,10 @@ class Agent:
         if reply:
             self.bus.send(channel, chat, reply, "text")
         self.bus.send(channel, chat, "", "idle")
+        turn = self._compact
+        self._compact = None
+        if turn:  # after the answer is out: the person does not wait for it
+            _compact(*turn)
         if msg.get("once") and msg.get("session"):  # a finished one-off job: its talk goes with it
             try:
                 sessions.delete(msg["session"])
@@ -148,6 +189,13 @@ class Agent:
     def _turn(self, msg, channel, chat):
         text = msg.get("text") or ""
         key = msg.get("session") or sessions.key_for(channel, chat)
+        images = None
+        if msg.get("media"):  # photos and voice notes: fetched, transcribed (mimi.agent.media)
+            from mimi.agent import media
+
+            text, images, note = media.prepare(msg, self.provider())
+            if note:
+                return note
         if not text.strip():
             return llm.pick(_MSG, "text")
         try:  # the hardware parts (mimi.hw), when installed
@@ -160,15 +208,29 @@ class Agent:
             _save(key, {"role": "assistant", "content": out})
             return out
         messages = sessions.load(key)
+        full = sessions.report["start"] > 0  # older messages exist than the window holds
         _add(key, messages, {"role": "user", "content": text})
+        if images:
+            messages[-1]["images"] = images  # for the requests only: saved above without them
         # hardware notes: a function of the room left in the context, which calls it
-        self.context.build(msg, retrieval and (
-            lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES))))
+        hw = retrieval and (lambda room: retrieval.for_message(text, min(room, _AGENT_HW_NOTES_BYTES)))
+        summary = sessions.summary(key)["text"] if _summarised(key) else ""
+        if summary:  # what left the window (compact); a chat without one builds as before
+            self.context.build(msg, hw, summary=summary)
+        else:
+            self.context.build(msg, hw)
+        summary = hw = None
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
         tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group"),
                 "by": msg.get("by"), "job": msg.get("job"), "role": policy.role(msg)}
         provider = self.provider()
+        think = None  # DeepSeek's reasoning_content of the last reply
+        refused = False
+        recent = []  # (name, sorted arguments) of the turn's last calls, for repeats
+        warned = False  # the model was told about a repeat
+        cuts = 0  # replies cut off inside a call
+        end = None  # the text for the user when the turn must end (cut again, repeated again)
         t0 = seam.ticks_ms()
         noted = False
         ran = []  # the distinct tools run, for the note and the round limit message
@@ -178,10 +240,29 @@ class Agent:
             messages, fixes = sessions.repair(messages)
             if fixes:
                 log.warn(_TAG, "%s: fix %d", key, fixes)
-            reply = provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
+            try:
+                reply = provider.chat(system, messages, offered, config.LLM_MAX_TOKENS)
+            except llm.LLMError as e:
+                if not e.too_long:
+                    raise
+                from mimi.agent import compact  # a full context: once more with only this turn (module doc)
+
+                reply = compact.retry_short(provider, system, messages, offered, e)
             usage.add(reply["usage"])
             calls, out, stop = reply["tool_calls"], reply["text"], reply["stop"]
+            think = reply.get("reasoning_content")
             reply = None
+            if stop == "refusal":
+                calls = None  # nothing of a refused reply runs
+            if calls and stop == "max_tokens":  # cut off inside a call: never run it (module doc)
+                from mimi import commands  # its texts.md: rare texts read when needed, no RAM in between
+
+                cuts += 1
+                for c in calls:
+                    c["input"] = {}
+                    c["error"] = commands.text("tool_cut", config.LLM_MAX_TOKENS)
+                if cuts > 1:
+                    end = commands.text("tool_cut_user", calls[0].get("name", ""))
             if calls:
                 # A missing or reused id (servers that number calls per reply: call_0 every
                 # round) would make repair drop this call and its result: give it a fresh one.
@@ -196,7 +277,7 @@ class Agent:
                     if len(b) > cap:
                         mark = "\n[result cut to %d bytes]" % cap
                         m["content"] = str(b[:fs.utf8_end(b, cap - len(mark))], "utf-8") + mark
-                _add(key, messages, {"role": "assistant", "content": out, "tool_calls": calls})
+                _add(key, messages, _reasoned({"role": "assistant", "content": out, "tool_calls": calls}, think))
                 for c in calls:
                     name = c.get("name", "")
                     steps += 1
@@ -207,7 +288,18 @@ class Agent:
                         if t.name == name:
                             break
                     else:
-                        err = llm.pick(_MSG, "offer") % name
+                        err = err or llm.pick(_MSG, "offer") % name
+                    k = (name, sorted((c.get("input") or {}).items()))
+                    recent.append(k)
+                    del recent[:-_AGENT_REPEAT_WINDOW]
+                    n = recent.count(k)
+                    if n >= _AGENT_REPEAT_MAX and not err:  # the same call again: not run (module doc)
+                        from mimi import commands
+
+                        err = commands.text("tool_repeat", name, n - 1)
+                        if warned:
+                            end = commands.text("tool_repeat_user", name)
+                        warned = True
                     if err:
                         res = (llm.pick(_MSG, "retry") % err, True)
                     else:
@@ -219,23 +311,85 @@ class Agent:
                                   seam.ticks_diff(seam.ticks_ms(), t0) >= _AGENT_NOTE_AFTER_MS):
                     noted = True
                     self.bus.send(channel, chat, llm.pick(_MSG, "note") % (steps, ", ".join(ran[:6])), "note")
+                if end:  # cut again, or a repeat after the note: the person hears why
+                    out = end
+                    think = None
+                    break
             elif stop == "pause_turn":  # the server paused its own loop: send the turn back to go on
                 if out:
                     _add(key, messages, {"role": "assistant", "content": out})
             else:
+                refused = stop == "refusal"
                 note = llm.pick(_MSG, stop)  # max_tokens, refusal: the user is told; else None
                 if note:
                     out = "%s\n\n%s" % (out, note) if out else note
                 out = out or "(no reply)"
                 break
         else:
+            think = None
             out = llm.pick(_MSG, "rounds") % (config.AGENT_MAX_ROUNDS, "tools: " + ", ".join(ran[:6]) if ran else
                                               llm.pick(_MSG, "paused"))
         messages = None  # not needed any more: room for the copies a long reply costs when saved
         if len(out) > 8192:
             seam.collect()  # a long reply is copied whole while saved: free its parsing's garbage first
-        _save(key, {"role": "assistant", "content": out})
+        _save(key, _reasoned({"role": "assistant", "content": out}, think if steps else None))
+        if refused:  # keep the refused turn out of later windows (sessions' module doc)
+            _save(key, {"role": "forget"})
+        self._compact = (key, provider, full)
         return out
+
+
+def _summarised(key):
+    """Whether chat ``key`` has a summary (setting ``compact`` not "off"; a person's chat,
+    not a cron job's or the heartbeat's, which run unattended)."""
+    return config.get("compact") != "off" and key[:5] != "cron_" and key[:3] != "hb_"
+
+
+def _compact(key, provider, full):
+    """Bring the summary of chat ``key`` up to date when due: at most every
+    ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
+    window (``full``); never raises. ``compact`` is unloaded again after it: in between,
+    its code would hold about 3 KB of a small heap (a package of .py files: ``python -m
+    host_sim bench``'s 500-turn soak in 256 KB ran out of memory with it resident; from
+    ROMFS, as flash.sh deploys it, the code stays in flash and loading it is cheap). A
+    heap with less than ``_AGENT_COMPACT_MIN_FREE_BYTES`` free skips this summary: the
+    next turn matters more (in that soak, trying anyway, compiling compact.py failed and
+    its garbage split the heap until turns failed too)."""
+    if not _summarised(key):
+        return
+    if len(_turns) > 16 and key not in _turns:
+        _turns.clear()  # bounded: a dropped count only brings a check forward
+    n = _turns.get(key, _AGENT_COMPACT_EVERY_TURNS - 1) + 1  # after a reboot: checked at once
+    _turns[key] = 0 if n >= _AGENT_COMPACT_EVERY_TURNS and full else n
+    if _turns[key]:
+        return
+    seam.collect()
+    free = seam.mem_free()
+    if free is not None and free < _AGENT_COMPACT_MIN_FREE_BYTES:
+        log.warn(_TAG, "%s: no summary: %d B free", key, free)
+        return
+    import sys
+
+    try:
+        from mimi.agent import compact
+
+        compact.update(key, provider)
+    except Exception as e:  # noqa: BLE001 - a summary is a bonus: the chat goes on without it
+        log.warn(_TAG, "%s: no summary: %s", key, getattr(e, "user_message", None) or repr(e))
+    compact = None
+    sys.modules.pop("mimi.agent.compact", None)
+    import mimi.agent
+
+    mimi.agent.__dict__.pop("compact", None)
+
+
+def _reasoned(m, think):
+    """``m`` with DeepSeek's ``reasoning_content`` (capped) when the reply had one."""
+    if think is not None:
+        b = seam.as_bytes(think)
+        m["reasoning_content"] = think if len(b) <= _AGENT_REASONING_MAX_BYTES else str(
+            b[:fs.utf8_end(b, _AGENT_REASONING_MAX_BYTES)], "utf-8")
+    return m
 
 
 def _save(key, m):

@@ -28,16 +28,25 @@ In (https://core.telegram.org/bots/api#getupdates):
 - Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
   ``TG_DENY_CHATS_MAX`` chats in that time: more wait, none is pushed out to be answered
-  again), or pairs by sending the console's one-time code; strangers
-  never reach the agent. The inbound queue keeps room for the owner (``guard.admit``): a
-  message refused, or set aside for the owner's, is answered "busy". Every text sent has
-  what looks like a key or token redacted (``guard.redact``).
-- Text and captions of media go to the agent; other kinds (sticker, voice, location, ...)
-  get ``TG_MEDIA_REPLY``; service messages, edits and callback queries are ignored
-  (a callback query is answered so the client stops its spinner). In groups, only
-  messages that mention the bot (its own ``@name``, not a longer name: no name character
-  right after it or before the ``@``)
-  or reply to it count.
+  again), or pairs by sending the console's one-time code; strangers never reach the
+  agent. The inbound queue keeps room for the owner (``guard.admit``): a message refused,
+  or set aside for the owner's, is answered "busy". Every text sent has what looks like a
+  key or token redacted (``guard.redact``).
+- Text and captions of media go to the agent, as ``tgupdate`` reads them (replies and
+  quotes, forwards, hidden links, names); photos, image files and voice notes go as the
+  message's ``media`` (fetched by ``mimi.agent.media`` on the agent thread); other kinds
+  (sticker, location, ...) get ``TG_MEDIA_REPLY``; service messages, edits (answered
+  once, not again) and callback queries are ignored (a callback query is answered so the
+  client stops its spinner). In groups, only messages that mention the bot (its own
+  ``@name``, not a longer name: no name character right after it or before the ``@``) or
+  reply to it count. The poll answer is read through ``tgupdate.Pruner`` (a replied-to
+  message's text capped), so a short reply to a long message fits the poll buffer.
+- A forum topic's messages are answered in the topic: the chat id is
+  ``"<chat_id>:<message_thread_id>"`` from here on (``tgupdate.dest``), its own session.
+  An album (``media_group_id``) is held until ``_TG_ALBUM_WAIT_MS`` passed without a
+  part, then goes as one message. A group upgraded to a supergroup (the service
+  messages, or a send answered with ``parameters.migrate_to_chat_id``) moves to the new
+  id with its settings, history, reminders and queued replies (``_move``).
 - Commands ``/start /help /new /status /model /provider /memory`` are answered here
   (``mimi.commands``) and registered with ``setMyCommands``; others go to the agent.
 
@@ -53,7 +62,10 @@ Out (https://core.telegram.org/bots/api#sendmessage, #sendchataction):
   answers that are not the Bot API's JSON (a proxy's HTML page, a list, cut JSON, fields
   of the wrong type): back off 1 s doubling to 60 s. None of them ends the I/O thread.
   A reply chunk is tried at most ``TG_SEND_TRIES`` times (any failure counts; a 4xx other
-  than 429 drops it at once), then dropped, logged.
+  than 429 drops it at once), then dropped, logged. 403 (the user blocked the bot, or it
+  left the group) drops everything queued for that chat, and nothing more is sent there
+  until it writes again (``blocked``); "message thread not found" (a deleted topic)
+  sends it to the chat instead.
 - Deadlines: every call is over within ``TG_CALL_DEADLINE_MS`` (connection included), the
   long poll within ``TG_POLL_DEADLINE_MS``, however slowly the server trickles; and a
   ``tick`` that has spent ``TG_CALL_DEADLINE_MS`` leaves the rest (next poll, sends,
@@ -65,12 +77,14 @@ import json
 from micropython import const
 
 from mimi import commands, config, guard, log, seam
-from mimi.channels import tgformat
+from mimi.channels import tgformat, tgupdate
 
 # Tunables (config.py holds those shared by several modules and the settings).
 _TG_OUTQ_MAX = const(24)  # message chunks waiting to be sent
 _TG_OFFSET_SAVE_MS = const(300000)
 _TG_TYPING_MAX_MS = const(600000)  # a typing indicator nobody ends stops after this
+_TG_ALBUM_WAIT_MS = const(1500)  # an album is complete when no part of it came for this long
+_TG_ALBUM_MEDIA_MAX = const(4)  # images of one album given to the model
 
 # Texts (the missing token, the media kinds) live in texts.md: a string constant costs
 # heap for as long as the module is loaded (docs/heap.md).
@@ -104,6 +118,15 @@ def number_after(buf, path):
                 return None
         at = buf.find(parts[0], at + 1)
     return None
+
+
+def _to(chat_id):
+    """The ``chat_id`` (and ``message_thread_id`` of a forum topic) a call for ``chat_id`` carries."""
+    c, t = tgupdate.split_dest(chat_id)
+    p = {"chat_id": c}
+    if t is not None:
+        p["message_thread_id"] = t
+    return p
 
 
 class TgError(Exception):
@@ -144,6 +167,8 @@ class Telegram:
         self.typing = {}
         self.told = {}
         self.quiet = False  # the missing token was logged
+        self.blocked = set()  # chats whose user blocked the bot (403): nothing is sent there until they write
+        self.albums = {}  # media_group_id -> [inbound message, ticks of its last part]
         self.t0 = 0  # ticks_ms when the tick under way began
 
     # -- the wire (https://core.telegram.org/bots/api#making-requests) ----------------
@@ -178,7 +203,13 @@ class Telegram:
         """A poll's answer: the list of updates, or the start of the answer (the poll
         buffer, a bytearray; read it before the next poll) when it did not fit. Raises ``TgError``, ``OSError`` (also for an answer
         whose ``result`` is not a list)."""
-        return self._done(p.finish(), 2)
+        # Read through tgupdate.Pruner into the poll buffer, the pieces passing through the
+        # send buffer: texts of replied-to messages are capped, so a short reply to a long one fits.
+        pr = tgupdate.Pruner(self.bufs[0])
+        p.finish(buf=self.bufs[1], sink=pr.feed)
+        p.body = memoryview(self.bufs[0])[:pr.n]
+        p.truncated = pr.full
+        return self._done(p, 2)
 
     def _done(self, r, want):
         """A finished call's answer: ``want`` 0 True, 1 the ``result``, 2 a poll's list of
@@ -201,9 +232,12 @@ class Telegram:
                 a = p.get("retry_after") if isinstance(p, dict) else None
                 if type(a) in (int, float) and a >= 0:  # not NaN; inf becomes the cap
                     after = int(min(a, config.TG_RETRY_AFTER_MAX_S))
+                new = p.get("migrate_to_chat_id") if isinstance(p, dict) else None
             except Exception:  # noqa: BLE001 - not a dict, not JSON: the status says it
-                pass
-            raise TgError(code, msg, after)
+                new = None
+            e = TgError(code, msg, after)
+            e.migrate_to = new if type(new) is int else None  # the group became this supergroup
+            raise e
         if not want:
             return True
         if r.truncated:
@@ -260,7 +294,7 @@ class Telegram:
         self.t0 = seam.ticks_ms()
         token = self.api.token()
         if not token:
-            if not self.quiet:
+            if not self.quiet and not config.get("feishu_app_id"):  # Feishu alone is fine
                 log.warn("tg", commands.text("no_token_h" if seam.on_host() else "no_token"))
                 self.quiet = True
             return False
@@ -293,7 +327,7 @@ class Telegram:
                 log.warn("tg", "%s", e)
             log.info("tg", "bot @%s", me.get("username"))
             if not commands.allowed():
-                print("\n" + commands.text("banner", me.get("username"), commands.new_code()))
+                print("\n" + commands.text("banner", me.get("username"), commands.code()))  # Feishu may show it too
         busy = self._poll(now)
         q = self.outq
         if q and seam.ticks_diff(now, self.send_at) >= 0 and not self._late():  # the oldest chunk
@@ -301,14 +335,24 @@ class Telegram:
             item = q[0]
             cid, md, count, mode = item
             try:
-                self.api.call("sendMessage", {"chat_id": cid, "text": md} if mode else
-                              {"chat_id": cid, "text": tgformat.md_to_html(md), "parse_mode": "HTML"})
+                p = _to(cid)
+                p["text"] = md if mode else tgformat.md_to_html(md)
+                if not mode:
+                    p["parse_mode"] = "HTML"
+                self.api.call("sendMessage", p)
                 q.pop(0)
             except Exception as e:  # noqa: BLE001 - TgError, OSError, ValueError: never the thread
                 code, msg, after = e.args if isinstance(e, TgError) else (0, "", None)
                 msg = msg.lower()
                 item[2] = count = count + 1
-                if code == 400 and "parse" in msg and not mode:  # "can't parse entities"
+                if code == 400 and getattr(e, "migrate_to", None):  # the group is a supergroup now
+                    self._move(tgupdate.split_dest(cid)[0], str(e.migrate_to))
+                    item[2] = count - 1
+                elif code == 403:  # blocked by the user, removed from the group: stop sending there
+                    self._blocked(cid, msg)
+                elif code == 400 and "thread not found" in msg and ":" in cid:  # the topic is gone: the chat
+                    item[0] = tgupdate.split_dest(cid)[0]
+                elif code == 400 and "parse" in msg and not mode:  # "can't parse entities"
                     item[3] = 1
                 elif code == 400 and "empty" in msg and mode < 2:  # "message text is empty": as typed,
                     if mode:  # then a line that says so (an empty code block, only Unicode spaces)
@@ -336,12 +380,76 @@ class Telegram:
                 if self._late():
                     break
                 try:
-                    self.api.call("sendChatAction", {"chat_id": cid, "action": "typing"})
+                    p = _to(cid)
+                    p["action"] = "typing"
+                    self.api.call("sendChatAction", p)
                 except Exception as e:  # noqa: BLE001 - refused: no more typing for that chat
                     if isinstance(e, TgError):
                         del self.typing[cid]
+        while self.albums:  # albums whose last part came a while ago: one message each, oldest first
+            due = None
+            for k in self.albums:
+                at = self.albums[k][1]
+                if seam.ticks_diff(now, at) >= _TG_ALBUM_WAIT_MS and (
+                        due is None or seam.ticks_diff(at, self.albums[due][1]) < 0):
+                    due = k
+            if due is None:
+                break
+            msg = self.albums.pop(due)[0]
+            ok, pushed = guard.admit(self.bus.inbound, msg, commands.owner())  # room kept for the owner
+            for c in (None if ok else msg["chat_id"], pushed and pushed.get("chat_id")):
+                if c:
+                    log.warn("tg", "busy %s", c)
+                    self.queue_text(c, commands.text("busy"), True)
         self.save_offset()
         return busy
+
+    def _album(self, key, msg, now):
+        """Hold part ``msg`` of album ``key`` (``media_group_id``): the parts arrive as
+        separate messages, maybe over several polls; ``tick`` sends one message with every
+        caption and the media of the first ``_TG_ALBUM_MEDIA_MAX`` parts once none has come
+        for ``_TG_ALBUM_WAIT_MS``."""
+        a = self.albums.get(key)
+        if a is None:
+            for x in self.albums.values() if len(self.albums) >= 4 else ():  # at most 4 at once:
+                x[1] = seam.ticks_add(now, -_TG_ALBUM_WAIT_MS)  # the others go at the next tick
+            self.albums[key] = [msg, now]
+            return
+        first = a[0]
+        a[1] = now
+        t = msg["text"].strip()
+        if t:
+            first["text"] = (first["text"].rstrip() + "\n" + t).strip()
+        for x in msg.get("media") or ():
+            media = first.setdefault("media", [])
+            if len(media) < _TG_ALBUM_MEDIA_MAX:
+                media.append(x)
+
+    def _move(self, chat_id, new):
+        """Chat ``chat_id`` is ``new`` now (a group became a supergroup): its settings,
+        history and reminders move (``tgupdate.migrate``), and what waits to be sent there
+        goes to the new id."""
+        try:
+            if tgupdate.migrate(chat_id, new):
+                log.info("tg", "%s is %s now", chat_id, new)
+        except (OSError, ValueError) as e:
+            log.warn("tg", "migrate %s: %s", chat_id, e)
+        for item in self.outq:
+            c, t = tgupdate.split_dest(item[0])
+            if c == chat_id:
+                item[0] = tgupdate.dest(new, t)
+
+    def _blocked(self, chat_id, why):
+        """403 from chat ``chat_id``: drop what waits for it, and send nothing more there
+        until it writes again."""
+        base = tgupdate.split_dest(chat_id)[0]
+        if base not in self.blocked:
+            log.warn("tg", "%s: %s; not sending there", base, why[:60])
+        self.blocked.add(base)
+        self.outq[:] = [i for i in self.outq if tgupdate.split_dest(i[0])[0] != base]
+        for c in list(self.typing):
+            if tgupdate.split_dest(c)[0] == base:
+                del self.typing[c]
 
     def describe(self):
         """The link in words, for /status: the bot's name, or why there is none yet."""
@@ -403,12 +511,21 @@ class Telegram:
                     kind = chat.get("type")
                     if kind == "channel" or cid == "None":
                         continue
+                    t = m.get("migrate_to_chat_id")  # a group became a supergroup: the old chat says so...
+                    if type(t) is int:
+                        self._move(cid, str(t))
+                        continue
+                    t = m.get("migrate_from_chat_id")  # ...and so does the new one
+                    if type(t) is int:
+                        self._move(str(t), cid)
+                        continue
                     t = m.get("text")
                     cap = t is None  # media (with a caption, or none), or a service message
                     if cap:
                         t = m.get("caption")
-                    if t is not None:
-                        t = tgformat.fix_surrogates(t)
+                    if t is not None:  # links and mentions keep what formatting hides
+                        t = tgupdate.expand(tgformat.fix_surrogates(t),
+                                            m.get("caption_entities" if cap else "entities"))
                     group = kind in ("group", "supergroup")
                     if group:  # only when mentioned or replied to
                         if t is None:
@@ -428,8 +545,9 @@ class Telegram:
                             t = (t[:k] + t[k + len(name):]).strip()
                         elif ((m.get("reply_to_message") or {}).get("from") or {}).get("id") != me.get("id"):
                             continue
-                    if not commands.is_allowed(cid):
-                        if t is not None and commands.try_code(cid, t):
+                    base, cid = cid, tgupdate.dest(cid, tgupdate.thread(m))  # a forum topic: "chat:thread"
+                    if not commands.is_allowed(base):
+                        if t is not None and commands.try_code(base, t):
                             log.info("tg", "paired %s", cid)
                             self.queue_text(cid, commands.text("paired"), True)
                             continue
@@ -445,19 +563,32 @@ class Telegram:
                         if (len(told) < config.TG_DENY_CHATS_MAX if last is None else
                                 seam.ticks_diff(now, last) >= config.TG_DENY_REPLY_MS):
                             told[cid] = now
-                            self.queue_text(cid, commands.text("deny", cid, cid), True)
+                            self.queue_text(cid, commands.text("deny", base, base), True)
                         continue
-                    if cap:
+                    self.blocked.discard(base)  # it writes again: it has unblocked the bot
+                    media = tgupdate.media(m) if cap else None
+                    if media is not None and media["kind"] not in ("image", "voice"):  # too big, or a type refused
+                        say = "media_too_big" if media["kind"] == "too_big" else "media_refused_type"
+                        self.queue_text(cid, commands.text(say, media["name"], media["cap"] // 1024), True)
+                        if t is None:
+                            continue
+                        media = None
+                    if media is not None:
+                        t = t or ""
+                    elif cap:
                         kind = None
                         for k in commands.text("media").split():
                             if k in m:
                                 kind = k
                                 break
-                        if t is None:  # media without a caption, or a service message (member joined, ...)
+                        if t is None and kind and isinstance(m.get("media_group_id"), str):
+                            t = ""  # a part of an album: the album gets one answer, not one per part
+                        elif t is None:  # media without a caption, or a service message (member joined, ...)
                             if kind:
                                 self.queue_text(cid, config.TG_MEDIA_REPLY, True)
                             continue
-                        t = commands.text("caption", kind or "file", t)
+                        else:
+                            t = commands.text("caption", kind or "file", t)
                     elif t[:1] == "/":
                         r = commands.run(t, "telegram", cid)
                         if r is not None:
@@ -465,14 +596,20 @@ class Telegram:
                             continue
                     from mimi.storage import sessions
 
-                    ok, pushed = guard.admit(self.bus.inbound, {
-                        "channel": "telegram", "chat_id": cid, "text": t, "session": sessions.key_for("telegram", cid),
-                        "user": (m.get("from") or {}).get("first_name", ""), "message_id": m.get("message_id"),
-                        "is_group": group}, commands.owner())  # room kept for the owner (mimi.policy)
-                    for c in (None if ok else cid, pushed and pushed.get("chat_id")):
-                        if c:
-                            log.warn("tg", "busy %s", c)
-                            self.queue_text(c, commands.text("busy"), True)
+                    msg = {"channel": "telegram", "chat_id": cid, "text": tgupdate.lead(m, self.me.get("id")) + t,
+                           "session": sessions.key_for("telegram", cid),
+                           "user": tgupdate.name(m.get("sender_chat") or m.get("from")),
+                           "message_id": m.get("message_id"), "is_group": group}
+                    if media is not None:
+                        msg["media"] = [media]
+                    if isinstance(m.get("media_group_id"), str):  # an album: one message once all of it is here
+                        self._album(m["media_group_id"], msg, now)
+                    else:  # room kept for the owner (mimi.guard)
+                        ok, pushed = guard.admit(self.bus.inbound, msg, commands.owner())
+                        for c in (None if ok else cid, pushed and pushed.get("chat_id")):
+                            if c:
+                                log.warn("tg", "busy %s", c)
+                                self.queue_text(c, commands.text("busy"), True)
                 except Exception as e:  # noqa: BLE001 - a poison update must not stop the channel
                     log.exc("tg", "update", e)
             return True
@@ -544,6 +681,8 @@ class Telegram:
         """Take an outbound bus message. False (nothing taken) while the send queue is full."""
         cid = str(msg.get("chat_id"))
         kind = msg.get("kind", "text")
+        if tgupdate.split_dest(cid)[0] in self.blocked:  # 403 before: nothing goes there
+            return True
         if kind == "typing":
             if cid not in self.typing:
                 self.typing[cid] = now = seam.ticks_ms()

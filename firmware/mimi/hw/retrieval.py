@@ -38,6 +38,10 @@ def keywords(text, words=None):
     and short ones too (for matching pin aliases).
     """
     out = []
+    b = seam.as_bytes(text)
+    if len(b) == len(text):  # ASCII: its bytes, not its characters (see mimi.storage.fs.check)
+        _ascii_words(b, words, out)
+        return out
     run = []
     kind = 0
     for ch in text + " ":  # runs of latin letters or digits (kind 1) and of CJK characters (2)
@@ -61,19 +65,76 @@ def keywords(text, words=None):
     return out
 
 
+_hits = [None, {}, 0]  # the index they are for, keyword -> the chunks holding it (tuple), entries kept
+_HITS_MAX = const(512)  # chunk numbers kept over all keywords (8 bytes each) before starting afresh
+
+
+def _ascii_words(b, words, out):
+    """``keywords`` for ASCII text ``b`` (bytes-like): runs of letters and digits."""
+    start = -1
+    n = len(b)
+    for i in range(n + 1):
+        c = b[i] if i < n else 32
+        if 97 <= c <= 122 or 65 <= c <= 90 or 48 <= c <= 57:
+            if start < 0:
+                start = i
+        elif start >= 0:
+            w = bytes(b[start:i]).lower()
+            start = -1
+            r = None
+            if words is not None:
+                r = w.decode()
+                words.append(r)
+            if len(w) > 2 and w not in out and len(out) < config.HW_RAG_MAX_KEYWORDS:
+                if " %s " % (r or w.decode()) not in _STOP:
+                    out.append(w)
+
+
 def rank(ix, kws, limit, board=None):
     """Score every chunk of ``ix`` for keywords ``kws`` (list of bytes); return the best
-    ``[(score, chunk index)]``, highest first (earlier chunk first on a tie). Reads each
-    file once, chunk by chunk, into one reused buffer. Pin Aliases sections are left out:
-    their lines reach the model as the aliases a message names."""
+    ``[(score, chunk index)]``, highest first (earlier chunk first on a tie). Pin Aliases
+    sections are left out: their lines reach the model as the aliases a message names.
+
+    Which chunks hold a keyword is remembered for the index (a few KB at most, started
+    afresh past ``_HITS_MAX``): a chat repeats its words, and reading every chunk again
+    for each message was a third of a turn's context build (issue 17). Only keywords not
+    seen yet are looked for, reading each file once, chunk by chunk, into one reused
+    buffer."""
     b = (board or config.get("board") or "").lower()
+    if not kws:
+        return []
+    h = _hits
+    if h[0] is not ix:
+        h[0], h[1], h[2] = ix, {}, 0
+    memo = h[1]
+    new = [k for k in kws if k not in memo]
+    if new:
+        _look(ix, new, memo)
+    counts = {}
+    for k in kws:
+        for c in memo.get(k, ()):
+            counts[c] = counts.get(c, 0) + 1
     best = []
+    need = 1 if len(kws) < 3 else 2
+    for c in counts:
+        hits = counts[c]
+        if hits >= need:
+            # kept as (score, -chunk): high to low, the earlier chunk wins a tie
+            best.append((hits + (2 if ix[1][ix[2][4 * c]][1] == b else 0), -c))
+    best.sort(reverse=True)
+    return [(s, -i) for s, i in best[:limit]]
+
+
+def _look(ix, new, memo):
+    """Find the chunks of ``ix`` holding each keyword of ``new`` and remember them."""
+    h = _hits
+    found = [[] for _ in new]
     ch = ix[2]
     with datasheets._lock:
         if not _buf:
             _buf.append(bytearray(config.HW_CHUNK_MAX_BYTES))
         mv = memoryview(_buf[0])
-        for fi in range(len(ix[1]) if kws else 0):
+        for fi in range(len(ix[1])):
             try:
                 f = open(seam.real_path(ix[1][fi][0]), "rb")
             except OSError:
@@ -83,15 +144,18 @@ def rank(ix, kws, limit, board=None):
                     if ch[j] == fi:  # not another file's, nor a Pin Aliases section
                         f.seek(ch[j + 1])
                         low = bytes(mv[:f.readinto(mv[:ch[j + 2]]) or 0]).lower()
-                        hits = 0
-                        for k in kws:
-                            hits += k in low
-                        # kept as (score, -chunk): high to low, the earlier chunk wins a tie
-                        if hits >= (1 if len(kws) < 3 else 2):
-                            best.append((hits + (2 if ix[1][fi][1] == b else 0), -(j // 4)))
-                            best.sort(reverse=True)
-                            del best[limit:]
-    return [(s, -i) for s, i in best]
+                        for t in range(len(new)):
+                            if new[t] in low:
+                                found[t].append(j // 4)
+    n = 0
+    for t in found:
+        n += len(t)
+    if h[2] + n > _HITS_MAX:
+        memo.clear()
+        h[2] = 0
+    for t in range(len(new)):
+        memo[new[t]] = tuple(found[t])
+    h[2] += n
 
 
 def for_message(text, budget_bytes, max_chunks=_HW_RAG_MAX_CHUNKS):
@@ -124,12 +188,14 @@ def for_message(text, budget_bytes, max_chunks=_HW_RAG_MAX_CHUNKS):
     for bd in (b, None):  # the configured board's aliases first; a generic one of the same name is not repeated
         al = ix[3].get(bd, {})
         for a in sorted(al):
+            # named: a non-latin alias as written; a latin one when its words are words of the message
+            hit = a in low or a.replace("_", "") in low if max(a) > "\x7f" else " %s " % a.replace("_", " ") in words
+            if not hit or a in seen:
+                continue
             pin, kind = al[a]
             s = "%s: %s = GPIO%d%s\n" % (bd or "generic", a, pin, "" if kind == "out" else " (%s)" % kind)
             n = len(s.encode()) + (0 if out else 31)  # the first line brings the section's heading
-            # named: a non-latin alias as written; a latin one when its words are words of the message
-            hit = a in low or a.replace("_", "") in low if max(a) > "\x7f" else " %s " % a.replace("_", " ") in words
-            if a not in seen and n <= left and hit:
+            if n <= left:
                 seen.append(a)
                 out.append(s if out else "[Pin aliases for this message]\n" + s)
                 left -= n

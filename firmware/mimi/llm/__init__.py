@@ -26,8 +26,12 @@ _TAG = const("llm")
 class LLMError(Exception):
     """A call that failed for good: ``user_message`` is short, names the cause, and is
     safe to show (no key, no traceback); ``status`` is the HTTP status or None;
-    ``retryable`` says whether trying again later may help. (Defined here, not in
-    ``common``, so importing the package does not load the HTTP client.)"""
+    ``retryable`` says whether trying again later may help; ``too_long`` that the
+    request did not fit the model's context window (a 413, or a 400 that says so: the
+    agent shortens the history and tries once more). (Defined here, not in ``common``, so
+    importing the package does not load the HTTP client.)"""
+
+    too_long = False
 
     def __init__(self, user_message, status=None, retryable=False):
         super().__init__(user_message)

@@ -76,9 +76,11 @@ class Provider:
         buf = init()
         for attempt in range(_LLM_MAX_ATTEMPTS):
             h = None
+            args = self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS
+            n = wire.into(buf, *args)  # the body in the reply buffer, which the answer then overwrites
             try:
-                r = http.request("POST", self.url, self.headers, lambda w: wire.body(
-                    w, self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS), config.LLM_TIMEOUT_MS, buf,
+                r = http.request("POST", self.url, self.headers, memoryview(buf)[:n] if n is not None else (
+                    lambda w: wire.body(w, *args)), config.LLM_TIMEOUT_MS, buf,
                     deadline_ms=_LLM_DEADLINE_MS)
             except OSError as e:
                 s = str(e)
@@ -98,9 +100,17 @@ class Provider:
                         d = seam.loads_view(memoryview(buf)[:n])
                     except ValueError:
                         d = None
-                    if d is not None:
-                        return wire.parse(d, self.protocol, name, _utf16_escapes(buf, n))
-                    err = LLMError(pick(_MSG, "json") % name, 200, True)
+                    if d is None:
+                        err = LLMError(pick(_MSG, "json") % name, 200, True)
+                    else:
+                        try:
+                            return wire.parse(d, self.protocol, name, _utf16_escapes(buf, n),
+                                              [t.name for t in tools] if tools else None)
+                        except LLMError as e:  # an error object in a 200 (OpenRouter): retried by its code
+                            if e.status == 200 or not e.retryable:
+                                raise
+                            err = e
+                        d = None
                 else:
                     err = _status_error(r, name)
                     if not err.retryable:
@@ -159,8 +169,16 @@ def _status_error(r, name):
     what += guard.reason("%s %s %s" % (kind, code, msg if isinstance(msg, str) else ""))
     if msg:
         log.warn(_TAG, "%s %d: %s", name, status, guard.redact(wire.repair_utf16(str(msg)[:_ERR_MSG_MAX])))
-    return LLMError(what, status, hint == "true" if hint in ("true", "false") else
-                    (status in (408, 409, 429) or status >= 500) and not quota)
+    err = LLMError(what, status, hint == "true" if hint in ("true", "false") else
+                   (status in (408, 409, 429) or status >= 500) and not quota)
+    # A request over the model's context window, by the words each server uses: OpenAI and
+    # DeepSeek code context_length_exceeded ("maximum context length"), Anthropic "prompt is
+    # too long" / "context limit", llama.cpp exceed_context_size_error, vLLM and others.
+    m = msg.lower() if status == 400 and isinstance(msg, str) else ""
+    err.too_long = status == 413 or "context_length_exceeded" in (kind, code) or kind == "exceed_context_size_error" \
+        or "too long" in m or "context" in m and ("length" in m or "window" in m or "limit" in m or "size" in m) \
+        or "too many tokens" in m
+    return err
 
 
 def _utf16_escapes(buf, n):

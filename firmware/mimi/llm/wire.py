@@ -24,9 +24,28 @@ know only ``max_tokens``. Replies: ``content`` (a string, or a list of content p
 else (reasoning models behind some servers). finish_reason: stop ->
 end, tool_calls -> tool_use, length -> max_tokens, content_filter -> refusal.
 
+Images (a user message's ``images``: files on flash, ``[{"path", "mime"}]``) make that
+message's content a list of blocks, the images first, each streamed as base64
+(``user_blocks``); the history on flash never holds them.
+
 Both: ``<think>...</think>`` is stripped so thinking never reaches the chat; tool-call
 arguments that are not a JSON object become a call with ``"error"``, which the agent
 answers with an error result the model reads.
+
+What real servers also send (issue 13):
+- OpenAI's ``message.refusal`` (a string when the model refused): stop ``refusal``, its
+  text the reply's.
+- A 200 that carries an error object instead of an answer (OpenRouter: ``{"error": {"code",
+  "message", "metadata"}}``, or the same on a choice whose ``finish_reason`` is "error";
+  https://openrouter.ai/docs/api-reference/errors): an ``LLMError`` with that message,
+  capped; retried when its code is 408, 429 or 5xx.
+- DeepSeek's thinking mode: an answer's ``reasoning_content`` comes back as the reply's
+  ``reasoning_content`` (also when empty) and goes out again on an assistant message that
+  holds one: its API answers 400 when an assistant message of a turn with tool calls
+  lacks it (https://api-docs.deepseek.com/guides/thinking_mode).
+- Tool calls written in the text by local models (``mimi.llm.textcalls``): when a reply
+  has no native calls, offered tools are given, and the text holds such markup, the calls
+  are read from it and the markup is removed.
 """
 import json
 
@@ -34,8 +53,10 @@ from micropython import const
 
 from mimi import seam
 from mimi.llm import LLMError
+from mimi.tools import registry
 
 _SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
+_ERR_MSG_MAX = const(160)  # characters of a server's own error message shown to the user
 # stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
 # the usage fields that count as input (Anthropic's cached ones included) and as output
 _IN = const(" input_tokens cache_read_input_tokens cache_creation_input_tokens prompt_tokens ")
@@ -47,28 +68,113 @@ _STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens l
 
 def body(w, p, system, messages, tools, max_tokens):
     """Write the request body for provider ``p`` through ``w``, one message at a time
-    (``http`` calls this twice: count, then send)."""
+    (``into`` writes it into a buffer; ``http`` calls a streaming writer twice: count, then
+    send)."""
+    a = head(w, p, tools, max_tokens)
+    messages_json(w, a, messages, system_json(w, p, system))
+
+
+class _Full(Exception):
+    pass
+
+
+def into(buf, p, system, messages, tools, max_tokens):
+    """Write the request body into ``buf`` (bytearray) and return its length in bytes, or
+    None when it does not fit (then stream it with ``body``, which encodes it twice).
+
+    The buffer is the shared reply buffer (``mimi.llm.init``): free while a request is
+    written, and overwritten by the answer once the request is sent. So the body is
+    encoded once, sent in a few large writes, and holds no heap of its own. Issue 17: the
+    request body, encoded twice and written in small pieces, was half of a turn's CPU."""
+    at = [0]
+    cap = len(buf)
+
+    def w(x):
+        b = seam.as_bytes(x)
+        i = at[0]
+        k = i + len(b)
+        if k > cap:
+            raise _Full()
+        buf[i:k] = b
+        at[0] = k
+
+    try:
+        body(w, p, system, messages, tools, max_tokens)
+    except _Full:
+        return None
+    return at[0]
+
+
+def tools_json(w, protocol, tools):
+    """Write the items of a request's ``tools`` array for ``tools`` (``registry.Tool``
+    list) in ``protocol``'s form, comma-separated.
+
+    A tool registered from ``tools.jsonl`` has its line's own bytes copied: the part
+    before ``"group"`` is Anthropic's object as it is, and OpenAI's is that part with
+    ``input_schema`` named ``parameters``, inside ``{"type":"function","function":...}``.
+    Nothing is parsed or encoded, and nothing is kept between requests (issue 17: the
+    tools, read, parsed and encoded again for each request, were a third of its CPU).
+    Other tools are encoded as JSON."""
+    a = protocol == "anthropic"
+    f = None
+    sep = ""
+    try:
+        for t in tools:
+            w(sep)
+            sep = ","
+            cut = t.cut
+            if cut is None:
+                w(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
+                             {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                               "parameters": t.schema}}))
+                continue
+            if f is None:
+                f = open(registry.SPECS, "rb")
+            f.seek(t.at[0])
+            line = memoryview(f.read(t.at[1]))
+            if a:
+                w(line[:cut[1]])
+                w("}")
+            else:
+                w('{"type":"function","function":')
+                w(line[:cut[0]])
+                w(',"parameters":')
+                w(line[cut[0] + 16:cut[1]])  # after ,"input_schema":
+                w("}}")
+    finally:
+        if f is not None:
+            f.close()
+
+
+def head(w, p, tools, max_tokens):
+    """Write the body's start (model, max tokens, tools); True for Anthropic's form."""
     a = p.protocol == "anthropic"
     w('{"model":%s,"%s":%d' % (json.dumps(p.model), "max_completion_tokens" if p.name == "openai" else "max_tokens",
                                max_tokens))
-    sep = ',"tools":['
-    for t in tools or ():
-        w(sep)
-        w(json.dumps({"name": t.name, "description": t.description, "input_schema": t.schema} if a else
-                     {"type": "function", "function": {"name": t.name, "description": t.description,
-                                                       "parameters": t.schema}}))
-        sep = ","
     if tools:
+        w(',"tools":[')
+        tools_json(w, p.protocol, tools)
         w("]")
-    sep = ""
+    return a
+
+
+def system_json(w, p, system):
+    """Write the system prompt (Anthropic's ``system`` field, or OpenAI's first message)
+    and open the ``messages`` array; returns the separator the next message needs."""
+    a = p.protocol == "anthropic"
     if system is not None and len(system):
         w(',"system":' if a else ',"messages":[{"role":"system","content":')
         json_text(w, system)
         if not a:
             w("}")
-            sep = ","
-    if not sep:
-        w(',"messages":[')
+            return ","
+    w(',"messages":[')
+    return ""
+
+
+def messages_json(w, a, messages, sep):
+    """Write the messages (internal form) in Anthropic's form (``a``) or OpenAI's, and close
+    the body; ``sep``: what ``system_json`` returned."""
     results = False  # Anthropic: inside a user message of tool_result blocks
     for m in messages:
         role = m.get("role")
@@ -85,6 +191,8 @@ def body(w, p, system, messages, tools, max_tokens):
             d = {"role": role, "content": tc if a else text or None}
             if tc and not a:
                 d["tool_calls"] = tc
+            if not a and "reasoning_content" in m:  # DeepSeek's thinking mode (module doc)
+                d["reasoning_content"] = m["reasoning_content"] or ""
         elif role == "tool":
             if a:
                 d = {"type": "tool_result", "tool_use_id": m.get("tool_call_id", ""), "content": text or "(empty)"}
@@ -99,9 +207,15 @@ def body(w, p, system, messages, tools, max_tokens):
         elif role == "user":
             if results:  # join the results' user message
                 w(",")
-                w(json.dumps({"type": "text", "text": text or "(empty)"}))
+                user_blocks(w, m, a)
                 w("]}")
                 results = False
+                continue
+            if m.get("images"):  # content blocks, not a string
+                w(sep + '{"role":"user","content":[')
+                user_blocks(w, m, a)
+                w("]}")
+                sep = ","
                 continue
             d = {"role": role, "content": text or "(empty)" if a else text}
         else:
@@ -113,12 +227,54 @@ def body(w, p, system, messages, tools, max_tokens):
     w("]}]}" if results else "]}")
 
 
-def parse(d, protocol, name, esc=True):
-    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage).
+def user_blocks(w, m, a):
+    """Write user message ``m``'s content blocks (no brackets; ``a``: Anthropic): its
+    ``images`` (``{"path", "mime"}``, files on flash), then its text. An image block is
+    Anthropic's ``{"type": "image", "source": {"type": "base64", "media_type", "data"}}``
+    (https://docs.anthropic.com/en/docs/build-with-claude/vision) or OpenAI's ``{"type":
+    "image_url", "image_url": {"url": "data:<mime>;base64,..."}}``
+    (https://platform.openai.com/docs/guides/images-vision); the file is read 768 bytes at
+    a time and each piece encoded as it goes (1 KB of base64): never whole in RAM. Raises
+    ``OSError`` when a file is gone."""
+    import binascii
+
+    from mimi.storage import fs
+
+    for img in m.get("images") or ():
+        w('{"type":"image","source":{"type":"base64","media_type":"%s","data":"' % img["mime"] if a else
+          '{"type":"image_url","image_url":{"url":"data:%s;base64,' % img["mime"])
+        f, _ = fs.open_read(img["path"])
+        try:
+            buf = bytearray(768)  # a multiple of 3: no padding until the end
+            mv = memoryview(buf)
+            while True:
+                n = 0
+                while n < len(buf):  # whole pieces: padding only at the very end
+                    k = f.readinto(mv[n:])
+                    if not k:
+                        break
+                    n += k
+                if not n:
+                    break
+                w(binascii.b2a_base64(mv[:n], newline=False))
+        finally:
+            f.close()
+        w('"}},')
+    w(json.dumps({"type": "text", "text": m.get("content") or "(empty)"}))
+
+
+def parse(d, protocol, name, esc=True, tools=None):
+    """The API's reply dict -> the internal reply (text, tool_calls, stop, usage; and
+    ``reasoning_content`` when the server sent that field).
 
     ``esc``: the raw reply held UTF-16 surrogate escapes (see ``repair_utf16``).
-    Raises ``LLMError`` (worth a retry) when the reply has no content or a text of the
-    wrong type."""
+    ``tools``: the names of the offered tools, for calls written in the text (module doc).
+    Raises ``LLMError``: the server's own error in a 200 (retryable by its code), or a
+    reply with no content or a text of the wrong type (worth a retry)."""
+    err = _body_error(d, name)
+    if err:
+        raise err
+    reasoning = None
     try:
         n_in = n_out = 0  # tokens
         u = d.get("usage")
@@ -152,14 +308,32 @@ def parse(d, protocol, name, esc=True):
             t = d.get("content") or ""
             if isinstance(t, list):  # content parts (some compatible servers): their text, joined
                 t = "".join([b["text"] for b in t if b.get("type") == "text"])
+            r = d.get("refusal")
+            if r and isinstance(r, str):  # OpenAI: the model refused; its words are the reply
+                t = t or r
+                s = "refusal"
             texts = [t]
-            alt = d.get("reasoning_content") or d.get("reasoning")  # used when there is nothing else
-        for t in texts + [alt or ""]:
+            reasoning = d.get("reasoning_content")
+            alt = reasoning or d.get("reasoning")  # used when there is nothing else
+        for t in texts + [alt or "", reasoning or ""]:
             if not isinstance(t, str):
                 raise TypeError
     except (AttributeError, IndexError, KeyError, TypeError):
         raise LLMError("%s sent a reply without content" % name, 200, True)
-    for c in calls:
+    text = ""
+    for t in (texts[0] if len(texts) == 1 else "".join(texts), alt):  # no copy of a long single text
+        if t:
+            text = strip_think(repair_utf16(t) if esc else t)
+        if text or calls:
+            break
+    if tools and not calls and protocol != "anthropic" and text:
+        from mimi.llm import textcalls
+
+        if textcalls.has_markup(text):
+            text, calls = textcalls.extract(text, tools)
+            if calls:
+                s = "tool_use"
+    for c in calls:  # arguments as an object: a JSON string is parsed; what is not an object leaves an error
         a = c["input"]
         if not isinstance(a, dict):
             c["input"] = {}
@@ -175,16 +349,40 @@ def parse(d, protocol, name, esc=True):
                     c["error"] = "arguments must be a JSON object"
         if esc:  # an emoji in an argument (a message to send, a line to write) stays one character
             repair_utf16(c["input"])
-    text = ""
-    for t in (texts[0] if len(texts) == 1 else "".join(texts), alt):  # no copy of a long single text
-        if t:
-            text = strip_think(repair_utf16(t) if esc else t)
-        if text or calls:
-            break
     texts = d = t = None
     i = _STOP.find(" %s=" % s)
-    return {"text": text, "tool_calls": calls, "usage": (n_in, n_out),
-            "stop": _STOP[_STOP.find("=", i) + 1:_STOP.find(" ", i + 1)] if i >= 0 else "tool_use" if calls else "end"}
+    out = {"text": text, "tool_calls": calls, "usage": (n_in, n_out),
+           "stop": _STOP[_STOP.find("=", i) + 1:_STOP.find(" ", i + 1)] if i >= 0 else "tool_use" if calls else "end"}
+    if reasoning is not None:
+        out["reasoning_content"] = repair_utf16(reasoning) if esc else reasoning
+    return out
+
+
+def _body_error(d, name):
+    """The ``LLMError`` for a 200 whose body is an error object (OpenRouter, on the body or
+    on its choice; see the module doc), or None. The message is capped (``_ERR_MSG_MAX``)
+    and made valid UTF-8; retryable when the error's code is 408, 429 or 5xx."""
+    if not isinstance(d, dict):
+        return None
+    e = d.get("error")
+    if e is None:
+        c = d.get("choices")
+        e = c[0].get("error") if isinstance(c, list) and c and isinstance(c[0], dict) else None
+        if e is None:
+            return None
+    elif d.get("choices") or d.get("content"):
+        return None  # an answer after all (a server that adds a null-ish error field)
+    code = None
+    msg = e
+    if isinstance(e, dict):
+        code, msg = e.get("code"), e.get("message")
+    msg = repair_utf16(msg[:_ERR_MSG_MAX]) if isinstance(msg, str) and msg else "no message"
+    try:
+        code = int(code)
+    except (TypeError, ValueError):
+        code = None
+    return LLMError("%s reported an error%s: %s" % (name, " (%d)" % code if code else "", msg), code or 200,
+                    code in (408, 429) or (code or 0) >= 500)
 
 
 def json_text(write, data):

@@ -108,9 +108,12 @@ class Pending:
                 host = "[%s]" % host
             if port != (443 if tls else 80):
                 host += ":%d" % port
-            head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nUser-Agent: mimi\r\n" % (method, path, host)
-            for k in headers or ():
-                head += "%s: %s\r\n" % (k, headers[k])
+            hd = headers or {}
+            head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\nUser-Agent: mimi\r\n" % (
+                method, path, host, hd.get("Connection", "close"))  # "Upgrade" for a WebSocket (mimi.net.ws)
+            for k in hd:
+                if k != "Connection":
+                    head += "%s: %s\r\n" % (k, hd[k])
             w = self._write
             count = None
             if callable(body):
@@ -122,7 +125,7 @@ class Pending:
                 count = len(body)
             if count is not None:
                 head += "Content-Length: %d\r\n" % count
-            n = 4 + len(headers or ()) + (count is not None)  # lines; a line break in a value would add one
+            n = 4 + len(hd) - ("Connection" in hd) + (count is not None)  # lines; a line break in a value would add one
             if head.count("\n") != n or head.count("\r") != n:
                 raise ValueError("line break in a header")
             w(head)
@@ -150,6 +153,12 @@ class Pending:
         if self._conn is None:  # counting
             return
         rb = self._rb
+        if k >= len(rb):  # a large piece (a body built in a buffer): straight to the socket
+            if self._re:
+                self._conn.write(memoryview(rb)[:self._re], self._tmo)
+                self._re = 0
+            self._conn.write(b, self._tmo)
+            return
         i = 0
         while i < k:
             n = min(k - i, len(rb) - self._re)
@@ -190,15 +199,19 @@ class Pending:
         """Parse the body as JSON (in place on MicroPython). ``ValueError`` if it is not."""
         return seam.loads_view(self.body)
 
-    def finish(self, buf=None, cap=None, want=None):
+    def finish(self, buf=None, cap=None, want=None, sink=None):
         """Read the response and close the socket; returns this object, now the response.
 
         ``buf``: the bytearray the body goes into (reused by the caller); without one a
         buffer of ``cap`` bytes (default ``HTTP_BODY_MAX_BYTES``) is allocated, or of the
         Content-Length when smaller. ``cap``: at most this many body bytes are kept (default
         ``len(buf)``). ``want``: extra response header names to keep (lower case) besides
-        the framing ones and ``retry-after``. Raises ``OSError`` on a timeout, a connection
-        closed early, or a malformed response.
+        the framing ones and ``retry-after``. ``sink``: ``fn(memoryview)`` given the body
+        piece by piece as it arrives, each piece valid during the call only (a body larger
+        than any buffer: a file download, a filtered answer); ``buf`` is then only what the
+        pieces pass through, ``cap`` bounds the whole body (default: none), and ``body`` is
+        empty. Raises ``OSError`` on a timeout, a connection closed early, or a malformed
+        response (and whatever ``sink`` raises).
         """
         b, c, wt = self._opts
         buf = b if buf is None else buf
@@ -233,7 +246,7 @@ class Pending:
                 if buf is None:
                     cap = cap or config.HTTP_BODY_MAX_BYTES
                     buf = bytearray(cl if cl is not None and cl < cap and not chunked else cap)
-                cap = len(buf) if cap is None else min(cap, len(buf))
+                cap = (len(buf) if cap is None else min(cap, len(buf))) if sink is None else cap or 1 << 62
                 mv = memoryview(buf)
                 n, cut = 0, False
                 if status in (204, 304) or status < 200:
@@ -246,7 +259,7 @@ class Pending:
                                 pass
                             break
                         take = min(size, cap - n)
-                        self._read(mv[n:n + take], True)
+                        self._body(mv, n, take, True, sink)
                         n += take
                         if take < size:
                             cut = True
@@ -254,14 +267,19 @@ class Pending:
                         self._line()  # the CRLF after the chunk data
                 elif cl is not None:
                     n = min(cl, cap)
-                    self._read(mv[:n], True)
+                    self._body(mv, 0, n, True, sink)
                     cut = cl > cap
                 else:
-                    n = self._read(mv[:cap], False)
+                    n = self._body(mv, 0, cap, False, sink)
                     cut = n == cap and self._read(memoryview(bytearray(1)), False) > 0
             except (AttributeError, IndexError, ValueError):
                 raise OSError("malformed response")
-            self.status, self.headers, self.body, self.truncated = status, h, mv[:n], cut
+            self.status, self.headers, self.body, self.truncated = status, h, mv[:0 if sink else n], cut
+            if status == 101:  # Switching Protocols: the caller (mimi.net.ws) takes the connection
+                # (``link``), and the body is what the server sent after the head (the new
+                # protocol's start). "link", not a new name: the interned-name pool (docs/heap.md)
+                self.link, self.body = self._conn, memoryview(bytes(memoryview(self._rb)[self._rs:self._re]))
+                self._conn = None
             return self
         finally:
             self.close()
@@ -308,6 +326,21 @@ class Pending:
             got += k
             if once:
                 break
+        return got
+
+
+    def _body(self, mv, at, k, exact, sink):
+        """Read ``k`` body bytes into ``mv[at:]``, or with a ``sink`` through ``mv`` in
+        pieces handed to it; the count (``exact``: all ``k`` or ``OSError``)."""
+        if sink is None:
+            return self._read(mv[at:at + k], exact)
+        got = 0
+        while got < k:
+            r = self._read(mv[:min(len(mv), k - got)], exact, True)
+            if not r:
+                break
+            sink(mv[:r])
+            got += r
         return got
 
 

@@ -107,12 +107,14 @@ def validate(spec, now_s=None):
     channel = spec.get("channel") or "telegram"
     chat = spec.get("chat_id")
     chat = "" if chat is None or isinstance(chat, bool) else str(chat).strip()
+    if chat[:3] == "fs_":  # a Feishu chat id names its channel
+        channel = "feishu"
     field = "every_s" if kind == "every" else "at_s"
     n = spec.get(field)
     if kind not in KINDS:
         raise ValueError("kind must be every, at or daily")
-    if channel not in ("telegram", "cli"):
-        raise ValueError("channel must be telegram or cli")
+    if channel not in ("telegram", "feishu", "cli"):
+        raise ValueError("channel must be telegram, feishu or cli")
     need = ("text is needed: what to do when it runs" if not isinstance(text, str) or not text.strip() else
             "chat_id is needed: the chat that gets the result" if not chat else
             "every_s is needed for kind every" if kind == "every" and n is None else
@@ -123,7 +125,9 @@ def validate(spec, now_s=None):
         raise ValueError(need)
     if len(text.encode()) > _CRON_TEXT_MAX_BYTES:
         raise ValueError("text is over %d bytes" % _CRON_TEXT_MAX_BYTES)
-    if channel == "telegram" and not (chat.lstrip("-").isdigit() and chat.count("-") <= 1):
+    c, colon, topic = chat.partition(":")  # "<chat>:<thread>": a forum topic (mimi.channels.tgupdate)
+    if channel == "telegram" and not (c.lstrip("-").isdigit() and c.count("-") <= 1 and (
+            not colon or topic.isdigit())):
         raise ValueError("chat_id for telegram must be a number, got '%s'" % chat)
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, float)) or not 0 <= n < _TIME_MAX
                           or n != int(n)):  # the range first: int() of inf raises, of nan too
@@ -189,6 +193,22 @@ def remove(job_id):
     from mimi.storage import sessions
 
     sessions.delete(sessions.key_for("cron", job_id))
+
+
+def rechat(chat_id, new):
+    """Point every job of chat ``chat_id`` at chat ``new`` (a group upgraded to a supergroup
+    gets a new id: Bot API ``migrate_to_chat_id``). Returns how many moved; ``ValueError``
+    if the file is damaged."""
+    with _lock:
+        seq, jobs = _load()
+        n = 0
+        for j in jobs:
+            if str(j.get("chat_id")) == chat_id:
+                j["chat_id"] = new
+                n += 1
+        if n:
+            _save(seq, jobs)
+    return n
 
 
 def list():

@@ -18,6 +18,16 @@ stays on flash for the model to ``read_file`` later; a request carries only the 
   (``n`` grows; at most ``SESSION_ARCHIVES_MAX`` kept) and the fresh file starts with
   the last messages, so the conversation carries on. ``clear`` archives without carry.
 - Cron and heartbeat chats have their own keys (``cron_<id>``, ``hb_<id>``).
+- A turn the model refused is kept out of later windows (the agent appends a marker line
+  ``{"role": "forget"}`` after it; ``load`` skips the turn before a marker, its question
+  included): the providers say to remove the refused turn, or every later turn is refused
+  too (Anthropic, "Streaming refusals"). The file still holds it.
+- A chat's summary (``mimi.agent.compact``) lives beside its file,
+  ``/data/sessions/<key>.summary.json``; ``clear`` and ``delete`` remove it.
+- The window of the chat loaded last is kept in RAM between its turns and grows with its
+  appends, so the next ``load`` of that chat reads nothing from flash (each message is
+  still written to flash as it happens). The messages ``load`` returns are that window's:
+  callers must not change them (the agent adds its own new messages only).
 """
 import json
 
@@ -37,10 +47,24 @@ _SUFFIX = const(".jsonl")
 _KEY_MAX = const(40)
 
 _lock = seam.allocate_lock()
-report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0}  # the last load
+_tail = [None, 0]  # the file this module appended to last, and its size then (ends with a newline)
+# The window of the chat loaded last, kept between its turns (issue 17: reloading and
+# parsing it from flash every turn was a tenth of a turn's CPU): its file, the size of it
+# file that the window reflects, and [(message, line bytes)] oldest first, at most the
+# 2 * _AGENT_HISTORY_MSGS that a load can reach. ``append`` adds to it; any other change
+# of the file (rotation, clear, an edit by hand: the size no longer matches) drops it.
+_win = [None, 0, []]  # the entries are (message, line bytes, line's byte offset in the file)
+report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0, "start": 0}  # the last load; start: its
+# first message's byte offset in the file (0 for none)
+_FORGET = const("forget")  # the role of the marker line after a refused turn
 
 
 def _safe(text):
+    for c in seam.as_bytes(text):  # bytes, not characters: see fs.check
+        if not (97 <= c <= 122 or 65 <= c <= 90 or 48 <= c <= 57 or c == 45 or c == 95):
+            break
+    else:
+        return text  # already safe: every session path comes here
     out = []
     for ch in text:
         out.append(ch if ("a" <= ch <= "z" or "A" <= ch <= "Z" or "0" <= ch <= "9" or ch in "-_") else "_")
@@ -53,7 +77,10 @@ def key_for(channel, chat_id):
     Cron and heartbeat get ``cron_`` / ``hb_`` keys apart from people's chats. Characters
     outside ``[A-Za-z0-9_-]`` become ``_``.
     """
-    # telegram and heartbeat are shortened; others (cli, cron) keep their name
+    # telegram and heartbeat are shortened; others (cli, cron) keep their name; a Feishu
+    # chat id names its channel already ("fs_ou_...": the key is the id)
+    if channel == "feishu":
+        return _safe(str(chat_id))[:_KEY_MAX]
     prefix = "tg" if channel == "telegram" else "hb" if channel == "heartbeat" else _safe(str(channel))[:8]
     return (prefix + "_" + _safe(str(chat_id)))[:_KEY_MAX]
 
@@ -63,6 +90,24 @@ def path_for(key):
     if not key or len(key) > _KEY_MAX or _safe(key) != key:
         raise ValueError("bad session key: %r" % (key,))
     return config.SESSIONS_DIR + "/" + key + _SUFFIX
+
+
+def summary_path(key):
+    """``/data/sessions/<key>.summary.json``: the chat's summary (``mimi.agent.compact``)."""
+    return path_for(key)[:-len(_SUFFIX)] + ".summary.json"
+
+
+def summary(key):
+    """Chat ``key``'s summary as ``mimi.agent.compact`` writes it: ``{"text", "upto",
+    "gen"}`` (the text given to each turn, the byte offset it covers up to, the file's
+    generation then); ``{"text": ""}`` when there is none or it is damaged."""
+    try:
+        d = json.loads(fs.read(summary_path(key), 3072)[0])
+        if isinstance(d, dict) and isinstance(d.get("text"), str):
+            return d
+    except (OSError, ValueError):  # none yet, or damaged: none
+        pass
+    return {"text": ""}
 
 
 def keys():
@@ -123,7 +168,7 @@ def append(key, msg):
         if size and size + len(line) > config.SESSION_ROTATE_BYTES:
             _rotate(key, _SESSION_CARRY_MSGS)
             size = fs.size(p)
-        if size:
+        if size and not (_tail[0] == p and _tail[1] == size):  # not as our last append left it
             f, _ = fs.open_read(p)
             try:
                 f.seek(size - 1)
@@ -131,13 +176,30 @@ def append(key, msg):
                     line = "\n" + line
             finally:
                 f.close()
+        _tail[0] = None  # unknown until the write is done
+        w = _win
+        rp = seam.real_path(p)  # the file itself: tests point the firmware at other flash folders
+        keep = w[0] == rp and w[1] == (size or 0) and line[0] != "\n"
+        w[0] = None  # unknown until the write is done
         fs.append(p, line)
+        _tail[0], _tail[1] = p, fs.size(p)  # a stat: cheaper than reading the last byte back next time
+        ln = len(seam.as_bytes(line)) - 1  # the line's bytes without its newline, as load counts them
+        if keep and ln <= config.SESSION_LINE_MAX_BYTES:  # else load shows a stand-in: read it from flash
+            got = w[2]
+            got.append((m, ln, size or 0))  # the stored copy (JSON's own types: what load would parse back)
+            if len(got) > 2 * _AGENT_HISTORY_MSGS:
+                del got[0]
+            w[0], w[1] = rp, _tail[1]
 
 
 def clear(key):
     """Start the session afresh: the file moves to the archive (still readable). Returns
     the archive's path, or None when there was nothing to keep."""
     with _lock:
+        try:
+            fs.remove(summary_path(key))
+        except fs.NotFound:
+            pass
         return _rotate(key, 0)
 
 
@@ -146,11 +208,13 @@ def delete(key):
     number of files removed."""
     n = 0
     with _lock:
-        try:
-            fs.remove(path_for(key))
-            n += 1
-        except fs.NotFound:
-            pass
+        _win[0] = None
+        for p in (summary_path(key), path_for(key)):
+            try:
+                fs.remove(p)
+                n += p[-6:] == _SUFFIX
+            except fs.NotFound:
+                pass
         for num in _archive_nums(key):
             fs.remove("%s/%s.%d.jsonl" % (config.SESSION_ARCHIVE_DIR, key, num))
             n += 1
@@ -176,6 +240,7 @@ def _rotate(key, carry):
     """Move the session file to the next archive number; the fresh file starts with the
     last ``carry`` complete lines (within ``_SESSION_WINDOW_MAX_BYTES``), byte for byte.
     Prunes archives past ``SESSION_ARCHIVES_MAX``. Returns the archive's path or None."""
+    _win[0] = None
     p = path_for(key)
     size = fs.size(p)
     if not size:
@@ -257,19 +322,34 @@ def load(key, n=None, budget=None):
     line over ``SESSION_LINE_MAX_BYTES`` becomes a short message saying where it is (a
     tool result is left out: its call cannot be matched without parsing it). The result
     is repaired (``repair``). Skipped and mended lines are counted in the module's
-    ``report``. Returns [] for a new session.
+    ``report``, and ``report["start"]`` is the byte offset of the window's first message.
+    A turn followed by a forget marker is skipped (it does not count in ``n``).
+    Returns [] for a new session.
     """
+    usual = n in (None, _AGENT_HISTORY_MSGS) and budget in (None, _SESSION_WINDOW_MAX_BYTES)
     n = n or _AGENT_HISTORY_MSGS
     budget = budget or _SESSION_WINDOW_MAX_BYTES
     for k in report:
         report[k] = 0
     p = path_for(key)
+    rp = seam.real_path(p)  # the file itself: tests point the firmware at other flash folders
+    if usual:
+        with _lock:
+            w = _win
+            if w[0] == rp and w[1] == (fs.size(p) or 0):
+                return _window(w[2], n, budget)
     try:
         f, size = fs.open_read(p)
     except fs.NotFound:
+        if usual:
+            with _lock:
+                _win[0], _win[1], _win[2] = rp, 0, []
         return []
     got = []
+    lens = []
+    offs = []  # each message's byte offset, as got
     used = 0
+    skip = False  # inside a turn before a forget marker (reading backwards)
     try:
         for s, e in _spans(f, size):
             ln = e - s
@@ -298,10 +378,18 @@ def load(key, n=None, budget=None):
                 if not isinstance(m, dict):
                     report["torn" if e == size else "malformed"] += 1  # only the last line can end at size
                     continue
+            if m.get("role") == _FORGET:
+                skip = True
+                continue
+            if skip:  # the refused turn, back to its question
+                skip = m.get("role") != "user"
+                continue
             if got and used + ln > budget:
                 break
             used += ln
             got.append(m)
+            lens.append(ln)
+            offs.append(s)
             # n reached: go on back (to 2n) until the window starts at a user message,
             # so a turn with many tool rounds keeps its question.
             if len(got) >= n and (m.get("role") == "user" or len(got) >= 2 * n):
@@ -309,12 +397,58 @@ def load(key, n=None, budget=None):
     finally:
         f.close()
     got.reverse()
+    offs.reverse()
+    if usual and not (report["torn"] or report["malformed"] or skip):  # kept for this chat's next turns
+        lens.reverse()
+        with _lock:
+            if fs.size(p) == size:
+                _win[0], _win[1], _win[2] = rp, size, [(got[j], lens[j], offs[j]) for j in range(len(got))]
+    lens = None
+    return _finish(key, got, offs)
+
+
+def _window(entries, n, budget):
+    """``load``'s window from the kept ``[(message, line bytes)]``, as it would read them
+    back from flash: newest first until ``n`` (then on to a question, at most ``2 n``) or
+    the ``budget``."""
+    got = []
+    offs = []
+    used = 0
+    skip = False  # inside a turn before a forget marker, as load
+    j = len(entries)
+    while j > 0:
+        m, ln, at = entries[j - 1]
+        j -= 1
+        if m.get("role") == _FORGET:
+            skip = True
+            continue
+        if skip:
+            skip = m.get("role") != "user"
+            continue
+        if got and used + ln > budget:
+            j += 1
+            break
+        used += ln
+        got.append(m)
+        offs.append(at)
+        if len(got) >= n and (m.get("role") == "user" or len(got) >= 2 * n):
+            break
+    del entries[:j]  # older ones: no later load reaches them (appends only move the start on)
+    got.reverse()
+    offs.reverse()
+    return _finish(None, got, offs)
+
+
+def _finish(key, got, offs):
+    """The window from ``got`` (oldest first; ``offs``: their byte offsets): from its first
+    question on, repaired."""
     i = 0  # the window starts at a question: what comes before it (a rotation's carry) is no damage
     while i < len(got) and got[i].get("role") != "user":
         i += 1
+    report["start"] = offs[i] if i < len(got) else 0
     out, fixes = repair(got[i:])
     report["repaired"] = fixes
-    if report["torn"] or report["malformed"] or report["oversize"] or fixes:
+    if key is not None and (report["torn"] or report["malformed"] or report["oversize"] or fixes):
         log.warn(_TAG, "%s: skipped %d torn, %d malformed, %d oversize line(s); %d repair(s)",
                  key, report["torn"], report["malformed"], report["oversize"], fixes)
     return out

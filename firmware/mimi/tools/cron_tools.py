@@ -30,7 +30,7 @@ def cron_add(args, ctx):
             spec[k] = args[k]
     if "chat_id" not in spec:
         spec["chat_id"] = ctx.get("chat_id")
-        if "channel" not in spec and ctx.get("channel") in ("telegram", "cli"):
+        if "channel" not in spec and ctx.get("channel") in ("telegram", "feishu", "cli"):
             spec["channel"] = ctx.get("channel")
     messaging.check_chat(str(spec["chat_id"]).strip(), ctx)
     if ctx.get("is_group"):

@@ -75,20 +75,6 @@ def _run(args, ctx):
 
 
 def register_all():
-    """Register the GPIO tools and ``hardware_docs`` with the registry."""
-    pin = {"type": ["integer", "string"]}
-    i = {"type": "integer"}
-    t = {"type": "string"}
-    for name, desc, props, req in (
-            ("gpio_write", "Set a pin (GPIO number or alias) to level 0 or 1.", {"pin": pin, "level": i},
-             ["pin", "level"]),
-            ("gpio_read", "Read a pin; one mimi drives keeps driving. pull: up/down/none.", {"pin": pin, "pull": t},
-             ["pin"]),
-            ("gpio_read_all", "The pins mimi set up, and the pin policy.", {}, []),
-            ("gpio_pwm", "PWM on a pin: duty 0-100 %, freq_hz (default 1000).",
-             {"pin": pin, "duty": {"type": "number"}, "freq_hz": i}, ["pin", "duty"]),
-            ("gpio_rgb", "Set an RGB LED (WS2812) to r, g, b 0-255.", {"pin": pin, "r": i, "g": i, "b": i},
-             ["pin", "r", "g", "b"]),
-            ("hardware_docs", "Search the board's datasheets by keywords.", {"query": t}, ["query"])):
-        registry.register(registry.Tool(name, desc, {"type": "object", "properties": props, "required": req},
-                                        _run, "file" if name == "hardware_docs" else "gpio"))
+    """Register the GPIO tools and ``hardware_docs`` (their text in ``tools.jsonl``)."""
+    registry.add(named=(("gpio_write", _run), ("gpio_read", _run), ("gpio_read_all", _run), ("gpio_pwm", _run),
+                        ("gpio_rgb", _run), ("hardware_docs", _run)))

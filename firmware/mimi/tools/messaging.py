@@ -36,11 +36,14 @@ def send_message(args, ctx):
     if n > _TOOL_MESSAGE_MAX_BYTES:
         raise ValueError("text is over %d bytes: shorten it" % _TOOL_MESSAGE_MAX_BYTES)
     here = ctx.get("channel")
-    channel = args.get("channel") or ctx.get("reply_channel") or (here if here in ("telegram", "cli") else "telegram")
-    if channel not in ("telegram", "cli"):
-        raise ValueError("channel must be telegram or cli")
+    channel = args.get("channel") or ctx.get("reply_channel") or (
+        here if here in ("telegram", "feishu", "cli") else "telegram")
     chat = args.get("chat_id")
     chat = str(ctx.get("chat_id") if chat is None or chat == "" else chat).strip()
+    if chat[:3] == "fs_":  # a Feishu chat id names its channel
+        channel = "feishu"
+    if channel not in ("telegram", "feishu", "cli"):
+        raise ValueError("channel must be telegram, feishu or cli")
     if not chat or chat == "None":
         raise ValueError("chat_id is needed")
     check_chat(chat, ctx)

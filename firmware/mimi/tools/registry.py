@@ -11,8 +11,8 @@ Results are capped at 8 KB (``Tool.max_bytes``) with a visible truncation marker
 
 Descriptions and schemas are long fixed text, so they live in ``tools.jsonl`` beside
 this module (deploy it with the package), one tool a line:
-``{"name": ..., "group": ..., "description": ..., "input_schema": {...}}`` with ``name``
-first. ``add(handler, ...)`` registers the tools named by their handlers from it; such a
+``{"name": ..., "description": ..., "input_schema": {...}, "group": ...}`` in that order
+(a request copies the line's bytes: the part before ``group`` is Anthropic's tool object). ``add(handler, ...)`` registers the tools named by their handlers from it; such a
 tool's ``description`` and ``schema`` are read from its line when asked for (when a
 provider writes a request, when ``execute`` checks arguments), so they take no RAM
 between turns. ``Tool(name, description, schema, ...)`` with the text given still works.
@@ -56,6 +56,7 @@ class Tool:
         self.available = available  # callable -> bool, or None for always
         self.max_bytes = max_bytes  # the result's cap (memory_search: seed 003's 10,000)
         self.at = None  # (offset, length) of its line in tools.jsonl
+        self.cut = None  # (start of ',"input_schema":', of ',"group":') in that line, in that order
 
     def __getattr__(self, name):
         """``description`` and ``schema`` of a tool from ``tools.jsonl``: its line, read and
@@ -72,15 +73,18 @@ class Tool:
         return last[1]["input_schema" if name == "schema" else name]
 
 
-def add(*handlers, max_bytes=_RESULT_MAX_BYTES):
+def add(*handlers, max_bytes=_RESULT_MAX_BYTES, named=()):
     """Register a tool for each handler: its name is the handler's ``__name__``, its group,
     description and schema are its line in ``tools.jsonl``. Registered in the file's order.
+    ``named``: ``(name, handler)`` pairs, for one handler serving several tools.
 
     Raises ``ValueError`` naming a handler that has no line.
     """
     want = {}
     for h in handlers:
         want[h.__name__] = h
+    for name, h in named:
+        want[name] = h
     at = 0
     with open(SPECS, "rb") as f:
         while want:
@@ -92,6 +96,13 @@ def add(*handlers, max_bytes=_RESULT_MAX_BYTES):
             if h is not None:
                 t = Tool(name, None, None, h, json.loads(line)["group"], None, max_bytes)
                 t.at = (at, len(line))
+                # where the schema and the group start: a request copies the line's own bytes
+                # (mimi.llm.wire.tools_json) when it reads name, description, schema, group
+                d = line.find(b',"description":')
+                sk = line.find(b',"input_schema":')
+                g = line.find(b',"group":')
+                if d == 10 + len(line[9:d - 1]) and d < sk < g:
+                    t.cut = (sk, g)
                 register(t)
             at += len(line)
 
