@@ -41,7 +41,7 @@ _TOOL_MSG_PER_HOUR = const(30)  # send_message texts one chat may get in an hour
 _CRON_REARM_MIN_S = const(60)  # a job made by a job's or the heartbeat's turn runs no sooner (the floor of every_s)
 _CRON_REARM_PER_HOUR = const(4)  # jobs the turns of jobs and the heartbeat may make in an hour, together
 _BUS_OWNER_RESERVE = const(2)  # inbound places other chats may not take: the owner's
-_BUS_CHAT_MAX = const(2)  # inbound messages one chat other than the owner's may have waiting
+_BUS_CHAT_MAX = const(3)  # inbound messages one chat other than the owner's may have waiting (half the rest)
 # For tests, in this order (one name, not ten: see the module doc).
 LIMITS = (_TOOL_WRITE_FILES_PER_TURN, _TOOL_WRITE_BYTES_PER_TURN, _TOOL_WRITE_FOLDER_MAX, _TOOL_FLASH_RESERVE_BYTES,
           _TOOL_MSG_PER_TURN, _TOOL_MSG_PER_HOUR, _CRON_REARM_MIN_S, _CRON_REARM_PER_HOUR, _BUS_OWNER_RESERVE,
@@ -63,7 +63,8 @@ _REASONS = const("context_length,context length,context window,too many tokens,p
                  "model_not_found,does not exist,unknown model,invalid model,no such model"
                  "=the model name is not known there;"
                  "max_tokens,max_completion_tokens=the reply length is not accepted by that model;"
-                 "credit balance,billing details,payment required=the account has no credit left")
+                 "credit balance,billing details,payment required=the account has no credit left;"
+                 "image,vision=the model's server refused the image")
 # The refusals, by key (``mimi.pick``: one string in RAM, not one each).
 _MSG = const("|out %s is outside this chat's folder: a chat other than the owner's writes only under %s"
              "|not %s is not this chat's: a %s reads only its own history and its folder %s, the skills and datasheets"

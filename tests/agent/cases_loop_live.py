@@ -98,6 +98,7 @@ REFUSAL_TRIGGER = "ANTHROPIC_MAGIC_STRING_TRIGGER_REFUSAL_1FAEFB6177B4672DEE07F9
 
 def _agent_for(provider, base_url, chat):
     root = support.fresh_flash()
+    config.set("owner_chat", chat)  # the owner's chat (the other chats' reach: tests/runtime/test_trust.py)
     support.write(root + "/data/notes/todo.md", "- buy milk\n- call mum\n")
     registry.clear()
     files.register_all()
@@ -181,4 +182,4 @@ def test_a_full_context_is_shortened_and_answered():
     assert len(reqs) == 2 and len(reqs[1]["json"]["messages"]) == 2  # the system prompt and this question
     fakectl.config(url, context_tokens=1000)  # even this turn alone does not fit: the user is told
     reply = ask("and now?")
-    assert "too long for the model" in reply and "maximum context length" in reply, reply
+    assert "too long for the model" in reply and "maximum context length" not in reply, reply  # no raw words
