@@ -165,7 +165,7 @@ def test_an_error_object_in_a_200_reaches_the_user():
     url, ask = _agent_for("openrouter", os.getenv("MIMI_T_OPENAI") + "/v1", "25")
     fakectl.script(url, *[fakectl.reply("body_error", code=502, message="Upstream provider is down")] * 3)
     reply = ask("hi")
-    assert reply == "Sorry, I could not answer: openrouter reported an error (502): Upstream provider is down.", reply
+    assert reply == "Sorry, I could not answer: openrouter reported an error (502).", reply  # not its words
     assert len(fakectl.requests(url)) == 3  # a 502 is worth the retries
 
 
