@@ -21,6 +21,8 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
     MIMI_ALLOWED_CHATS  allowed_chats  comma-separated chat ids (groups are negative;
                                        Feishu's: fs_ou_... a person, fs_oc_... a group)
     MIMI_TZ             tz             UTC offset: +08:00 (also +8, +0800, -05:30, UTC)
+    MIMI_PROXY          proxy          http://[user:pass@]host:port or socks5://...; off for none
+    MIMI_NO_PROXY       no_proxy       reached directly: hosts, a.b.c.d/n, * or local (default)
     MIMI_FEISHU_APP_ID, MIMI_FEISHU_APP_SECRET, MIMI_FEISHU_DOMAIN
                         feishu_app_id, feishu_app_secret, feishu_domain
                                        the Feishu app (domain default https://open.feishu.cn;
@@ -36,6 +38,7 @@ A bad value stops the launch with a message naming the variable; nothing is writ
 import ast
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -79,6 +82,8 @@ ENV_SETTINGS = (
     ("MIMI_LLM_BASE_URL", "base_url"),
     ("MIMI_ALLOWED_CHATS", "allowed_chats"),
     ("MIMI_TZ", "tz"),
+    ("MIMI_PROXY", "proxy"),
+    ("MIMI_NO_PROXY", "no_proxy"),
     ("MIMI_FEISHU_APP_ID", "feishu_app_id"),
     ("MIMI_FEISHU_APP_SECRET", "feishu_app_secret"),
     ("MIMI_FEISHU_DOMAIN", "feishu_domain"),
@@ -185,6 +190,17 @@ def _plain(v):
     return v
 
 
+def _proxy(v):
+    # As mimi/net/proxy.py's parse(): the board refuses what this refuses.
+    v = v.strip()
+    if v.lower() in ("off", "none"):
+        return ""
+    m = re.fullmatch(r"(?i)(http|socks5h?)://(?:[^@/]*@)?(\[[0-9a-fA-F:.]+\]|[^:@/\[\]]+):(\d{1,5})/?", v)
+    if not m or not 0 < int(m.group(3)) < 65536:
+        raise ValueError("a proxy such as http://[user:pass@]host:port or socks5://[user:pass@]host:port")
+    return v
+
+
 _TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 
@@ -210,7 +226,7 @@ def _one_of(*choices):
 
 
 _CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
-           "feishu_domain": _url, "feishu_app_id": _plain,
+           "proxy": _proxy, "feishu_domain": _url, "feishu_app_id": _plain,
            # who sees the owner's memory, where other chats may send (docs/trust.md)
            "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all")}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)

@@ -22,9 +22,11 @@
 # (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html), or a build with
 # ROMFS (boards/MIMI_ESP32_S3_ROMFS). When the firmware has ROMFS (vfs.rom_ioctl in the
 # image), flash rewrites the image's partition table (at 0x8000 of that merged image)
-# with tools/partitions.py: a data partition "romfs" of 512 KiB cut from the start of the
-# filesystem (vfs), which MicroPython (1.25+) mounts at /rom, running .mpy files there in
-# place (half the heap). A firmware without ROMFS (the micropython.org builds seem to be)
+# with tools/partitions.py: a data partition "romfs" of 512 KiB, which MicroPython
+# (1.25+) mounts at /rom, running .mpy files there in place (half the heap). On the 1.26+
+# tables (no vfs entry: the port makes the file system at boot after the last partition)
+# it goes after the app, and the file system after it; on older ones it is cut from the
+# start of vfs. A firmware without ROMFS (the micropython.org builds seem to be)
 # is written as it is; --romfs adds the partition anyway, --no-romfs never. An image
 # without a table at 0x8000 (app-only), or cut short, is refused before anything is erased.
 #
@@ -38,7 +40,13 @@
 # stock partition table), or --files, gets the package as files in /lib/mimi instead,
 # .py or, with --mpy, .mpy; a ROMFS image deployed before is then replaced by an empty
 # one. mpy-cross must match the firmware: mpy v6.3 for MicroPython 1.23 to 1.29. boot.py
-# and main.py stay .py files in /, as MicroPython runs only those names at boot. The
+# and main.py stay .py files in /, as MicroPython runs only those names at boot. On a
+# firmware with mimi frozen into it (manifest.py) and no ROMFS image to run ahead of it,
+# deploy copies only what freezing leaves out: boot.py, main.py and the package's data
+# files (to /lib/mimi). deploy names the version it sends (VERSION in
+# firmware/mimi/__init__.py, package.json's too) and ends by asking the board which mimi
+# it imports after a soft reset: another version there (a copy earlier on sys.path)
+# is an error. The
 # package's data files (*.md, *.jsonl: the static rules, the tool descriptions) go as
 # they are. The old /lib/mimi is removed first, so nothing stale shadows the new copy.
 # A command starts with a soft reset (mpremote's default), which stops a running
@@ -78,6 +86,10 @@ find_tool() {  # find_tool VAR OVERRIDE name module: set VAR to a command that r
 }
 
 RESET_DONE=0  # set once this run's first mpremote call has soft-reset the board
+
+package_version() {  # the checkout's mimi version: VERSION in firmware/mimi/__init__.py (package.json's too)
+    sed -n 's/^VERSION = "\([^"]*\)".*/\1/p' "$ROOT/firmware/mimi/__init__.py"
+}
 
 MP=""  # the mpremote command, found by need_mpremote before a command runs
 
@@ -227,19 +239,33 @@ cmd_deploy() {
         shift
     done
     need_mpremote
+    local version
+    version="$(package_version)"
     # Does the board have ROMFS and a partition (tools/flash.sh flash makes one)? Asked
     # with `resume`: nothing on the board changes until the tools are known to be there.
     # 1: yes; 0: a firmware with ROMFS but no partition; 2: a firmware without ROMFS.
-    local romfs found
+    # And is mimi frozen into its firmware (manifest.py)? Then its version: a frozen
+    # module's __file__ is relative (mimi/__init__.py).
+    local answer romfs found frozen
     RESET_DONE=1
-    romfs="$(mp exec 'import vfs
-print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl") else 2)' | sed -n 's/^@@romfs \([012]\).*/\1/p')" \
+    answer="$(mp exec 'import vfs
+print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl") else 2)
+try:
+    import mimi
+    print("@@frozen", getattr(mimi, "VERSION", "?") if mimi.__file__[:1] != "/" else "")
+except Exception:
+    print("@@frozen")')" \
         || die "deploy: cannot reach the board on ${PORT:-the first USB serial device} (mpremote's reason above); nothing was changed"
     RESET_DONE=0  # the next call soft-resets the board, stopping a running assistant
+    romfs="$(printf '%s\n' "$answer" | sed -n 's/^@@romfs \([012]\).*/\1/p')"
+    frozen="$(printf '%s\n' "$answer" | tr -d '\r' | sed -n 's/^@@frozen \{0,1\}//p')"
     [ -n "$romfs" ] || die "deploy: no answer from the board on ${PORT:-the first USB serial device}"
     found="$romfs"
     [ "$files" = 1 ] && romfs=0
     [ "$romfs" = 1 ] && mpy=1  # an image holds compiled modules: they run from flash in place
+    # Frozen, with no image to run ahead of it: the firmware's code is what imports
+    # (".frozen" comes before /lib on sys.path), so only what freezing leaves out goes.
+    [ "$romfs" = 1 ] || [ -z "$frozen" ] || mpy=0
     local mpyc=""
     if [ "$mpy" = 1 ]; then find_tool mpyc "${MPY_CROSS:-}" mpy-cross mpy_cross; fi
     DEPLOY_STAGE="$(mktemp -d "${TMPDIR:-/tmp}/mimi-deploy.XXXXXX")"
@@ -253,6 +279,9 @@ print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl")
     [ "$mpy" = 1 ] || py=(--py)
     MPY_CROSS="$mpyc" PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m host_sim.romfs \
         --stage "$stage/pkg" ${py[@]+"${py[@]}"} || die "deploy: the package could not be staged (the reason is above)"
+    if [ "$romfs" != 1 ] && [ -n "$frozen" ]; then
+        find "$stage/pkg/mimi" -name '*.py' -delete
+    fi
     local n
     n="$(find "$stage/pkg/mimi" -type f | wc -l | tr -d ' ')"
     # Rewriting the image under modules this session loaded from it (boot.py imports
@@ -260,7 +289,8 @@ print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl")
     # called, and a soft reset starts over with the new image mounted (the port mounts
     # /rom at each reset) before clear_crashes runs.
     if [ "$romfs" = 1 ]; then
-        echo "Deploying boot.py, main.py and $n files of mimi as a ROMFS image (.mpy, run from flash)..."
+        echo "Deploying mimi $version: boot.py, main.py and $n files of mimi as a ROMFS image (.mpy, run from flash)..."
+        [ -z "$frozen" ] || echo "(mimi $frozen is frozen into this firmware; the image, ahead of it on sys.path, runs instead.)"
         # mpremote's own lines that matter (size, partition, result; not one per file or block).
         mp romfs --no-mpy deploy "$stage/pkg" | tr '\r' '\n' | grep -E '^(Image size|ROMFS|Invalid)' \
             || die "deploy: the image was not written, or only in part (mpremote's reason above): run deploy again, or deploy --files to copy the package as files (which also blanks the image); tools/flash.sh reset starts the assistant"
@@ -269,15 +299,19 @@ print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl")
         # so that nothing shadows the image.
         mp exec "${PY_RMTREE}_rm('/lib/mimi')" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
-            + fs cp "$ROOT/firmware/main.py" :/main.py \
-            + soft-reset + exec "$PY_SETTLE"
+            + fs cp "$ROOT/firmware/main.py" :/main.py
+    elif [ -n "$frozen" ]; then
+        echo "mimi $frozen is frozen into this firmware: deploying boot.py, main.py and its $n data files to /lib/mimi (freezing takes only the modules)..."
+        [ "$frozen" = "$version" ] || echo "(This checkout is mimi $version: rebuild the firmware with manifest.py so that its code and these files match.)"
     else
-        echo "Deploying boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."
-        case "$files$found" in
+        echo "Deploying mimi $version: boot.py, main.py and $n files of /lib/mimi$([ "$mpy" = 1 ] && echo ' (.mpy)')..."
+    fi
+    if [ "$romfs" != 1 ]; then
+        # Frozen code runs from the firmware: no heap for its bytecode, nothing to say.
+        [ -n "$frozen" ] || case "$files$found" in
             00) echo "(This board has no ROMFS partition: the package's code will take about twice the heap. tools/flash.sh flash makes one.)" ;;
             02) echo "(This MicroPython has no ROMFS (no vfs.rom_ioctl): the package's code will take about twice the heap. boards/MIMI_ESP32_S3_ROMFS/README.md builds one that has it.)" ;;
         esac
-        local reset=()
         if [ "$found" = 1 ]; then
             # An image deployed before would still be importable: an empty one replaces it.
             echo "(The ROMFS image deployed before is replaced by an empty one, so that only /lib/mimi is imported.)"
@@ -287,16 +321,28 @@ print("@@romfs", (1 if vfs.rom_ioctl(1) > 0 else 0) if hasattr(vfs, "rom_ioctl")
                 die "deploy: the old ROMFS image could not be blanked (mpremote's reason above); nothing else was changed"
             }
             RESET_DONE=1
-            reset=(+ soft-reset)
         fi
         mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
 _mk('/lib')" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py \
-            + fs cp -r "$stage/pkg/mimi" :/lib/ \
-            ${reset[@]+"${reset[@]}"} + exec "$PY_SETTLE"
+            + fs cp -r "$stage/pkg/mimi" :/lib/
     fi
-    echo "Deployed. tools/flash.sh reset starts it."
+    RESET_DONE=1
+    # A soft reset starts over with what was deployed (the port mounts /rom at each
+    # reset, so a new image too), then what the board imports now says its version:
+    # the one /status will show.
+    local got=""
+    got="$(mp soft-reset + exec "$PY_SETTLE" + exec 'import mimi
+print("@@version", mimi.VERSION)' | tr -d '\r' | sed -n 's/^@@version //p')" || true
+    if [ -z "$got" ]; then
+        echo "flash.sh: deploy: the board did not say which mimi it imports now (import mimi failed?): tools/flash.sh repl shows why" >&2
+        exit 1
+    elif [ "$got" != "$version" ] && [ "$got" != "$frozen" ]; then
+        echo "flash.sh: deploy: the board imports mimi $got, not $version: another copy comes first on its sys.path (/rom, frozen, /lib)" >&2
+        exit 1
+    fi
+    echo "Deployed mimi $got. tools/flash.sh reset starts it."
 }
 
 cmd_seed() {

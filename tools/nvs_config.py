@@ -5,7 +5,7 @@
 
 NAMEs are the settings of ``firmware/mimi/config.py`` (``SETTINGS``: wifi_ssid, wifi_pass,
 tg_token, tg_api_base, provider, model, api_key, base_url, search_key, search_provider,
-tz, allowed_chats, owner_chat, board, key_<provider>); each is written as a UTF-8 blob
+tz, allowed_chats, owner_chat, board, proxy, no_proxy, key_<provider>); each is written as a UTF-8 blob
 under its store key in ``esp32.NVS("mimi")`` and committed once, as
 ``mimi.seam.store_set`` does. ``api_key`` also goes to the key of the provider in effect
 (given in the same command, else the one stored on the board): the firmware sends a

@@ -13,7 +13,14 @@ has no ROMFS (the partition would be flash taken from the file system for nothin
 
 Why: MicroPython (1.25+) mounts a ``data`` partition labelled ``romfs`` at /rom at boot
 and runs the .mpy files there in place (``vfs.VfsRom``); the stock ESP32_GENERIC_S3
-table has none, so one is carved from the start of the filesystem partition (``vfs``).
+table has none. Since MicroPython 1.26 the stock tables have no filesystem entry either
+(v1.28.0's ports/esp32/partitions-4MiBplus.csv: nvs, phy_init, factory up to 0x200000):
+at every boot the port registers a ``vfs`` partition from the end of the last partition
+to the end of the flash it detects (ports/esp32/main.c, boardctrl_startup). Such a table
+gets the ``romfs`` partition right after its last partition, so the run-time ``vfs``
+starts after it; the filesystem is then what the flash size in the image's header (at
+least) leaves. An older table with a ``vfs`` (or TinyUF2's ``ffat``) entry gives up the
+start of that partition instead.
 
 Format (ESP-IDF "Partition Tables", components/partition_table/gen_esp32part.py): at
 offset 0x8000 of a merged image (bootloader at 0x0, table at 0x8000, app at 0x10000: the
@@ -34,6 +41,11 @@ TABLE_BYTES = 0xC00
 ROMFS_BYTES = 0x80000  # 512 KiB: the package as .mpy with room to grow
 MIN_FS_BYTES = 0x100000  # what the filesystem (/data, settings files) keeps at least
 SECTOR_BYTES = 0x1000  # flash erase unit; data partitions start and end on one
+# Byte 3 of the image header (at 0x0), high nibble: the flash size the image was built
+# for (esptool's ESP32S3ROM.FLASH_SIZES). The port measures the real size at boot; a
+# board has at least this much.
+FLASH_SIZES = {0x0: 0x100000, 0x1: 0x200000, 0x2: 0x400000, 0x3: 0x800000, 0x4: 0x1000000,
+               0x5: 0x2000000, 0x6: 0x4000000, 0x7: 0x8000000}
 
 _ENTRY = struct.Struct("<2sBBLL16sL")
 _MAGIC = b"\xAA\x50"
@@ -104,16 +116,21 @@ def pack(entries):
     return bytes(out + b"\xFF" * (TABLE_BYTES - len(out)))
 
 
-def with_romfs(entries, size=ROMFS_BYTES):
-    """``entries`` with a ROMFS partition carved from the start of the filesystem partition.
+def with_romfs(entries, size=ROMFS_BYTES, flash_bytes=None):
+    """``entries`` with a ROMFS partition added, taken from the filesystem's flash.
 
     size: bytes for the ROMFS, a positive multiple of 4096. When a data partition labelled
-    ``romfs`` exists, returns ``entries`` unchanged (as a new list). Otherwise the data
-    partition labelled ``vfs`` (else ``ffat``) gives up its first ``size`` bytes: the new
-    entry (label ``romfs``, type data, subtype 0x8F) takes its offset and sits just before
-    it; the filesystem moves up by ``size`` and shrinks by as much. Raises ``ValueError``
-    on a bad size, a ``romfs`` label on a non-data partition, no such filesystem
-    partition, or one that would keep less than 1 MiB.
+    ``romfs`` exists, returns ``entries`` unchanged (as a new list). When the table has a
+    filesystem partition (data, labelled ``vfs``, else ``ffat``: MicroPython before 1.26,
+    TinyUF2), that partition gives up its first ``size`` bytes: the new entry (label
+    ``romfs``, type data, subtype 0x8F) takes its offset and sits just before it; the
+    filesystem moves up by ``size`` and shrinks by as much. When it has none (MicroPython
+    1.26 and later, whose port makes ``vfs`` at boot from the end of the last partition to
+    the end of flash), the new entry goes after the last partition (at the next 4 KiB
+    boundary), and ``flash_bytes`` (the flash size the image names) must leave the
+    run-time ``vfs`` at least 1 MiB after it. Raises ``ValueError`` on a bad size, a
+    ``romfs`` label on a non-data partition, a filesystem that would keep less than 1 MiB,
+    or, with no filesystem partition, no ``flash_bytes``.
     """
     entries = [Entry(*e) for e in entries]
     if size <= 0 or size % SECTOR_BYTES:
@@ -128,7 +145,7 @@ def with_romfs(entries, size=ROMFS_BYTES):
         if idx:
             break
     else:
-        raise ValueError("no filesystem partition (a data partition labelled vfs or ffat) to take the ROMFS from")
+        return _romfs_after_last(entries, size, flash_bytes)
     i = idx[0]
     fs = entries[i]
     if fs.size - size < MIN_FS_BYTES:
@@ -136,6 +153,29 @@ def with_romfs(entries, size=ROMFS_BYTES):
                          % (fs.label, fs.size, fs.size // 1024, size // 1024, MIN_FS_BYTES // 1024))
     romfs = Entry("romfs", TYPE_DATA, SUBTYPE_ROMFS, fs.offset, size, 0)
     return entries[:i] + [romfs, fs._replace(offset=fs.offset + size, size=fs.size - size)] + entries[i + 1:]
+
+
+def _romfs_after_last(entries, size, flash_bytes):
+    # MicroPython 1.26+: no filesystem entry; the port's vfs starts where the last
+    # partition ends (ports/esp32/main.c), so the romfs goes there and vfs follows it.
+    if not entries:
+        raise ValueError("partition table: no partitions")
+    if flash_bytes is None:
+        raise ValueError("no filesystem partition (vfs or ffat) in the table, and no flash size to place the ROMFS by")
+    end = max(e.offset + e.size for e in entries)
+    start = (end + SECTOR_BYTES - 1) // SECTOR_BYTES * SECTOR_BYTES
+    left = flash_bytes - (start + size)
+    if left < MIN_FS_BYTES:
+        raise ValueError("a %d KiB ROMFS at 0x%X would leave the file system %d KiB of this %d KiB flash, less than %d KiB"
+                         % (size // 1024, start, max(left, 0) // 1024, flash_bytes // 1024, MIN_FS_BYTES // 1024))
+    return entries + [Entry("romfs", TYPE_DATA, SUBTYPE_ROMFS, start, size, 0)]
+
+
+def flash_size(image_bytes):
+    """The flash size in bytes named by a merged image's header (byte 3, high nibble), or None."""
+    if len(image_bytes) < 4 or image_bytes[0] != 0xE9:
+        return None
+    return FLASH_SIZES.get(image_bytes[3] >> 4)
 
 
 def table_of(image_bytes):
@@ -153,12 +193,13 @@ def table_of(image_bytes):
 def patch_image(image_bytes, size=ROMFS_BYTES):
     """The merged image with its table at 0x8000 rewritten by ``with_romfs(table, size)``.
 
-    image_bytes: a whole merged image (bytes). Returns bytes of the same length; every byte
+    image_bytes: a whole merged image (bytes); its header's flash size places the ROMFS of
+    a table without a filesystem partition. Returns bytes of the same length; every byte
     outside 0x8000..0x8C00 is the input's. Raises ``ValueError`` when there is no valid
     table at 0x8000 (e.g. an app-only image) or ``with_romfs`` refuses.
     """
     old = table_of(image_bytes)
-    new = with_romfs(old, size)
+    new = with_romfs(old, size, flash_size(image_bytes))
     if new == old:
         return bytes(image_bytes)  # byte for byte, whatever follows the MD5 entry
     return bytes(image_bytes[:TABLE_OFFSET]) + pack(new) + bytes(image_bytes[TABLE_OFFSET + TABLE_BYTES:])
@@ -184,13 +225,26 @@ def romfs_entry(entries):
 
 
 def describe(entries):
-    """The table as text: one line a partition (label, type, subtype, offset, size in hex and KiB)."""
+    """The table as text: one line a partition (label, type, subtype, offset, size in hex and KiB),
+    and, for a table without a filesystem partition, where MicroPython puts it at boot."""
     lines = ["%-16s %-5s %-10s %10s %10s %9s" % ("name", "type", "subtype", "offset", "size", "KiB")]
     for e in entries:
         sub = _SUBTYPES.get(e.type, {}).get(e.subtype, "0x%02x" % e.subtype)
         lines.append("%-16s %-5s %-10s %#10x %#10x %9d" % (e.label, _TYPES.get(e.type, "0x%02x" % e.type), sub,
                                                         e.offset, e.size, e.size // 1024))
+    if entries and not any(e.label in FS_LABELS and e.type == TYPE_DATA for e in entries):
+        end = max(e.offset + e.size for e in entries)
+        lines.append("(no vfs entry: MicroPython 1.26+ makes the vfs file system at boot, from %#x to the end of flash)"
+                     % ((end + SECTOR_BYTES - 1) // SECTOR_BYTES * SECTOR_BYTES))
     return "\n".join(lines)
+
+
+def _where(entries):
+    # Where with_romfs put the romfs, and where the file system is, in words.
+    for e in entries:
+        if e.label in FS_LABELS and e.type == TYPE_DATA:
+            return "romfs from the start of the filesystem partition"
+    return "romfs after the last partition; MicroPython makes the vfs file system after it at boot"
 
 
 def main(argv=None):
@@ -225,7 +279,7 @@ def main(argv=None):
     if new == old:
         print("It already has a romfs partition; the image is written unchanged.\n")
     else:
-        print("New table (romfs from the start of the filesystem partition):\n%s\n" % describe(new))
+        print("New table (%s):\n%s\n" % (_where(new), describe(new)))
     try:
         with open(out, "wb") as f:
             f.write(patched)

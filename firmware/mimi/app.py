@@ -297,6 +297,7 @@ def stop(timeout_ms=None):
 def _io_loop():
     """The I/O thread's loop, until the app stops (``state["stop"]``)."""
     from mimi import boot
+    from mimi.net import http
     from mimi.services import Cron
 
     net = state["net"] = state["net"] or boot.state["net"] or boot.NetKeeper()
@@ -320,6 +321,7 @@ def _io_loop():
                 held = None
             cron.tick(now)
             hb.tick(now)
+            http.sweep()  # kept connections idle too long (each TLS one holds ~25 KB of internal RAM)
             watch(now)
             if held is not None:
                 seam.sleep_ms(_APP_IO_WAIT_MS)
@@ -331,6 +333,7 @@ def _io_loop():
         tg.stop()
         if fs is not None:
             fs.stop()
+        http.sweep(0)
 
 
 def route(msg):

@@ -122,6 +122,12 @@ def _do(name, x, a):
             if x not in ("none", "all", "people" if verb == "share_memory" else "owner"):
                 raise TypeError(verb)
             config.set(verb, x)
+        elif verb in ("proxy", "no_proxy"):
+            from mimi.net import tunnel
+
+            if verb == "proxy":
+                x = "" if tunnel.parse(x) is None else x  # ValueError when malformed
+            config.set(verb, x)
         else:  # tg_token, search_key
             head, _, tail = x.partition(":")
             if verb == "tg_token" and (not head.isdigit() or len(tail) < 5 or " " in x):

@@ -25,9 +25,9 @@ pages, the command menu, replies, the heartbeat prompt. Code holds only short st
 """
 import os
 
-from mimi import config, log, seam
+from mimi import config, data_path, log, seam
 
-_TEXTS = __file__.rsplit("/", 1)[0] + "/texts.md"
+_TEXTS = data_path(__file__, "texts.md")
 
 
 def text(key, *args):

@@ -173,6 +173,10 @@ WEB_BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 WEB_TAVILY_URL = "https://api.tavily.com/search"
 # Tool groups a group chat may use besides the safe ones ("file,cron", "all"; issue 4).
 SETTINGS["group_tools"] = ("group_tools", "", False)
+# The proxy of every outbound connection (mimi/net/proxy.py; issue 15): a secret, as it
+# may hold a password; no_proxy: what is reached directly ("local": the LAN, loopback).
+SETTINGS["proxy"] = ("proxy", "", True)
+SETTINGS["no_proxy"] = ("no_proxy", "local", False)
 # A running summary of what left a chat's window (mimi/agent/compact.py; issue 13): "off" stops it.
 SETTINGS["compact"] = ("compact", "on", False)
 # Feishu / Lark (issue 15): the app's credentials, and its open platform's address
@@ -229,10 +233,15 @@ def is_secret(name):
 
 
 def masked(name):
-    """The setting as it may be shown: secrets as ``abcd****`` (4 characters at most)."""
+    """The setting as it may be shown: secrets as ``abcd****`` (4 characters at most); the
+    proxy with its password as ``****``."""
     v = get(name)
     if not is_secret(name) or not v:
         return v
+    if name == "proxy":  # the address is no secret, its password is
+        from mimi.net import tunnel
+
+        return tunnel.shown(v)
     if len(v) <= 8:
         return "****"
     return v[:4] + "****"

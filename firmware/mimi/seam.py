@@ -473,25 +473,39 @@ class Conn:
                 err = e
         else:
             raise err
+        try:  # TCP_NODELAY (IPPROTO_TCP 6, option 1 on Linux and lwIP; the unix port names neither):
+            s.setsockopt(6, 1, 1)  # on a kept connection, out of TCP's quick-ACK start, Nagle
+        except (OSError, TypeError, ValueError):  # would hold a request's last piece 40 ms for an ACK
+            pass
         self.raw = self.s = s  # raw: the socket itself; s: what we read and write (maybe TLS)
+        self.via = None  # "proxy host:port" when mimi.net.proxy tunnelled it
         if ctx:
-            try:  # within the connect timeout
-                self.s = ctx.wrap_socket(s, server_hostname=host)
-            except (ValueError, OSError) as e:
-                s.close()
-                a = e.args
-                code = a[0] if a and isinstance(a[0], int) and a[0] < 0 else 0  # MicroPython: mbedTLS's
-                # A refused certificate: MicroPython's ValueError, an mbedTLS X509 code
-                # (-0x2000 to -0x2FFF), CPython's SSLCertVerificationError. Not worth a retry.
-                if isinstance(e, ValueError) or "CertVerif" in type(e).__name__ or -0x3000 < code <= -0x2000:
-                    why = getattr(e, "verify_message", None) or (
-                        "mbedTLS error %d" % code if code else str(a[-1] if len(a) > 1 else e).strip())
-                    raise TLSError(pick(_MSG, "tls") % (host, why or type(e).__name__))
-                if code or "SSL" in type(e).__name__:  # the handshake broke off (EOF, an alert): retry
-                    raise OSError(pick(_MSG, "hs") % (host, a[1] if code and len(a) > 1 else e))
-                raise
-            if _RT == "cpython":
-                self.raw = self.s  # the plain socket was detached
+            self.start_tls(ctx, host, connect_timeout_ms)
+
+    def start_tls(self, ctx, host, timeout_ms):
+        """The TLS handshake over this connection (a tunnel's, or the one just made),
+        checking ``host``'s certificate within ``timeout_ms``; errors as ``Conn`` says.
+        The connection is closed on failure."""
+        s = self.raw
+        s.settimeout(timeout_ms / 1000)  # blocking again after a non-blocking read
+        self._poll = None  # it watched the plain socket
+        try:
+            self.s = ctx.wrap_socket(s, server_hostname=host)
+        except (ValueError, OSError) as e:
+            s.close()
+            a = e.args
+            code = a[0] if a and isinstance(a[0], int) and a[0] < 0 else 0  # MicroPython: mbedTLS's
+            # A refused certificate: MicroPython's ValueError, an mbedTLS X509 code
+            # (-0x2000 to -0x2FFF), CPython's SSLCertVerificationError. Not worth a retry.
+            if isinstance(e, ValueError) or "CertVerif" in type(e).__name__ or -0x3000 < code <= -0x2000:
+                why = getattr(e, "verify_message", None) or (
+                    "mbedTLS error %d" % code if code else str(a[-1] if len(a) > 1 else e).strip())
+                raise TLSError(pick(_MSG, "tls") % (host, why or type(e).__name__))
+            if code or "SSL" in type(e).__name__:  # the handshake broke off (EOF, an alert): retry
+                raise OSError(pick(_MSG, "hs") % (host, a[1] if code and len(a) > 1 else e))
+            raise
+        if _RT == "cpython":
+            self.raw = self.s  # the plain socket was detached
 
     def readinto(self, mv, timeout_ms):
         """Read what has arrived into ``mv``, waiting at most ``timeout_ms``: the count (0 at

@@ -21,12 +21,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    accepted = 0  # TCP connections accepted (tools/bench_connections.py)
+
+    def process_request(self, request, client_address):
+        self.accepted += 1
+        ThreadingHTTPServer.process_request(self, request, client_address)
 
 
 class FakeServer:
     """Base of the fakes: subclasses implement ``handle(req) -> Out``.
 
-    ``req`` is a dict ``{"method", "path", "query", "headers" (lower-case names), "body"
+    ``accepted``: the TCP connections accepted so far. ``req`` is a dict ``{"method", "path", "query", "headers" (lower-case names), "body"
     (bytes), "json" (parsed body or None), "time"}``; it is appended to ``requests``
     before ``handle`` runs (except paths under ``/_fake/``, a fake's control API).
     """
@@ -44,6 +49,7 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # as real servers: the head and body writes go out at once
 
             def log_message(self, *a):  # quiet
                 pass
@@ -74,6 +80,11 @@ class FakeServer:
     @property
     def url(self):
         return "http://127.0.0.1:%d" % self.port
+
+    @property
+    def accepted(self):
+        """TCP connections accepted so far (each would be a TLS handshake on the board)."""
+        return self._httpd.accepted if self._httpd else 0
 
     def sleep(self, seconds):
         """Wait ``seconds`` or until ``stop()`` (slow replies must not outlive the fake)."""

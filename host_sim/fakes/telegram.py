@@ -57,7 +57,9 @@ import time
 import urllib.parse
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from host_sim.fakes import _Server
 
 from host_sim.fakes.tghtml import HtmlError, parse_html, utf16_len  # noqa: F401 - re-exported
 
@@ -193,8 +195,7 @@ class FakeTelegram:
             pass
 
         Handler.fake = fake
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-telegram",
                                         daemon=True)
         self._thread.start()
@@ -218,6 +219,11 @@ class FakeTelegram:
     def url(self):
         """The Bot API base URL (what ``tg_api_base`` holds): ``http://127.0.0.1:PORT``."""
         return "http://127.0.0.1:%d" % self.port
+
+    @property
+    def accepted(self):
+        """TCP connections accepted so far (each would be a TLS handshake on the board)."""
+        return self._server.accepted if self._server else 0
 
     @property
     def api_url(self):
@@ -691,6 +697,7 @@ def _decode_params(query, ctype, body):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as real servers: the head and body writes go out at once
     fake = None
 
     def log_message(self, fmt, *args):  # quiet

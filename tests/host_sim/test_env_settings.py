@@ -232,6 +232,17 @@ def test_store_settings_refuses_to_write_over_a_damaged_store(tmp_path):
     assert (tmp_path / "nvs.json").read_text() == "[1,2]"
 
 
+def test_proxy_variables():
+    got = launcher.settings_from_env({"MIMI_PROXY": " socks5://ann:Fake-pw@10.0.0.2:1080 ", "MIMI_NO_PROXY": "local,nas.lan"})
+    assert got == {"proxy": "socks5://ann:Fake-pw@10.0.0.2:1080", "no_proxy": "local,nas.lan"}
+    assert launcher.settings_from_env({"MIMI_PROXY": "off"}) == {"proxy": ""}
+    assert launcher.settings_from_env({"MIMI_PROXY": "http://[::1]:3128"}) == {"proxy": "http://[::1]:3128"}
+    for bad in ("10.0.0.2:3128", "socks4://h:1080", "http://h", "http://u:Fake-pw@h:99999"):
+        with pytest.raises(ValueError) as e:
+            launcher.settings_from_env({"MIMI_PROXY": bad})
+        assert "MIMI_PROXY" in str(e.value) and "Fake-pw" not in str(e.value)
+
+
 def test_the_feishu_variables_and_feishu_chat_ids():
     got = launcher.settings_from_env({"MIMI_FEISHU_APP_ID": "cli_FAKE0001", "MIMI_FEISHU_APP_SECRET": "FAKEsecret",
                                       "MIMI_FEISHU_DOMAIN": "https://open.larksuite.com/",

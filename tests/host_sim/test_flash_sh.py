@@ -104,6 +104,7 @@ def test_the_romfs_image_boots_and_answers_a_telegram_message(vboard):
     (board / "lib" / "mimi" / "app.py").write_text("raise ImportError('a stale .py shadows the image')\n")
     p = flash_sh("--port", vboard.port, "deploy")
     assert "as a ROMFS image" in p.stdout and "ROMFS image deployed" in p.stdout, p.stdout
+    assert "Deployed mimi %s." % _version() in p.stdout, p.stdout  # read back from the image
     # The package is in the partition (romfs.bin), not among the files; the stale copy went.
     assert not (board / "lib" / "mimi").exists()
     image = (board / "romfs.bin").read_bytes()
@@ -156,6 +157,56 @@ def test_a_micropython_without_romfs_gets_files(vboard_stock):
     assert got == "/lib/mimi/app.mpy", got
 
 
+def _version():
+    with open(os.path.join(ROOT, "firmware", "mimi", "__init__.py")) as f:
+        return f.read().split('VERSION = "', 1)[1].split('"', 1)[0]
+
+
+def test_deploy_names_the_version_and_reads_it_back_from_the_board(vboard_stock):
+    p = flash_sh("--port", vboard_stock.port, "deploy")
+    assert "Deploying mimi %s: boot.py, main.py and " % _version() in p.stdout, p.stdout
+    assert p.stdout.rstrip().endswith("Deployed mimi %s. tools/flash.sh reset starts it." % _version()), p.stdout
+    # A copy ahead of /lib on sys.path ('' is the board's /) that is another version: an error.
+    (vboard_stock.flash / "mimi").mkdir()
+    (vboard_stock.flash / "mimi" / "__init__.py").write_text('VERSION = "0.0.1"\n')
+    (vboard_stock.flash / "mimi" / "boot.py").write_text("def clear_crashes():\n    pass\n")
+    p = flash_sh("--port", vboard_stock.port, "deploy", "--files", check=False)
+    assert p.returncode == 1 and "the board imports mimi 0.0.1, not %s" % _version() in p.stderr, p.stdout + p.stderr
+
+
+def test_deploy_to_a_firmware_with_mimi_frozen_copies_what_freezing_leaves_out(vboard_stock):
+    # The virtual board cannot freeze; a package in its / plays the frozen one: it comes
+    # before /lib on sys.path (''), and its __file__ is relative (mimi/__init__.py), as a
+    # frozen module's is. Only its .py files, as manifest.py freezes.
+    board = vboard_stock.flash
+    src = os.path.join(ROOT, "firmware", "mimi")
+    data = set()
+    for rel in _files(src):
+        if "__pycache__" in rel or rel.endswith(".pyc"):
+            continue
+        if not rel.endswith(".py"):
+            data.add(rel)
+            continue
+        os.makedirs(os.path.dirname(board / "mimi" / rel), exist_ok=True)
+        text = open(os.path.join(src, rel)).read()
+        if rel == "__init__.py":
+            text = text.replace('VERSION = "%s"' % _version(), 'VERSION = "0.0.9"')
+        (board / "mimi" / rel).write_text(text)
+    assert data >= {"texts.md", "agent/rules.md", "agent/turn.md", "tools/tools.jsonl"}
+    p = flash_sh("--port", vboard_stock.port, "deploy")
+    assert ("mimi 0.0.9 is frozen into this firmware: deploying boot.py, main.py and its %d data files to /lib/mimi"
+            % len(data)) in p.stdout, p.stdout
+    assert "This checkout is mimi %s: rebuild the firmware with manifest.py" % _version() in p.stdout, p.stdout
+    assert "twice the heap" not in p.stdout, p.stdout  # frozen code is not in the heap
+    assert p.stdout.rstrip().endswith("Deployed mimi 0.0.9. tools/flash.sh reset starts it."), p.stdout
+    assert _files(board / "lib" / "mimi") == data
+    assert (board / "main.py").exists() and (board / "boot.py").exists()
+    # The "frozen" code finds its data files in /lib/mimi (mimi.data_path).
+    got = _board_exec(vboard_stock.port, "from mimi import commands\nfrom mimi.tools import registry\n"
+                      "print(commands.__file__, commands._TEXTS, registry.SPECS, commands.text('status').split()[0])")
+    assert got == "mimi/commands.py /lib/mimi/texts.md /lib/mimi/tools/tools.jsonl mimi", got
+
+
 def _recorder(tmp_path, name):
     """A stand-in for esptool or mpremote that logs its arguments; a write-flash's file
     (its last argument, gone once flash.sh ends) is copied to NAME.written."""
@@ -194,6 +245,19 @@ def test_flash_erases_then_writes_the_image_with_a_romfs_partition_at_offset_zer
             "the package there.") in p.stdout
     assert "Written: " not in p.stdout  # the temporary file's name is no news to the user
     assert image.read_bytes() == src  # the download is left as it was
+
+
+def test_flash_gives_a_1_26_image_without_vfs_a_romfs_after_the_app(tmp_path):
+    # MicroPython 1.26+ tables have no vfs entry (v1.28.0's partitions-4MiBplus.csv): the
+    # romfs goes after the app; the port makes vfs after it at boot.
+    esptool, log = _recorder(tmp_path, "esptool")
+    image = tmp_path / "ESP32_GENERIC_S3-v1.28.0.bin"
+    image.write_bytes(esp_image.merged_image(esp_image.STOCK_V128))
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
+    new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
+    assert new == esp_image.STOCK_V128 + [partitions.Entry("romfs", 1, 0x8F, 0x200000, 0x80000, 0)]
+    assert "from 0x280000 to the end of flash" in p.stdout, p.stdout
+    assert 'ROMFS partition "romfs" at offset 0x200000' in p.stdout, p.stdout
 
 
 def test_flash_writes_an_image_that_has_romfs_already_as_it_is(tmp_path):
@@ -286,6 +350,7 @@ def test_config_code_sets_the_key_of_the_provider_stored_on_the_board(tmp_path):
                                       (["flash", "/nonexistent.bin"], "no such file"),
                                       (["flash", "--romfs-kb", "64", "fw.bin"], "unknown option --romfs-kb"),
                                       (["config", "tz=Mars"], "tz: expected"),
+                                      (["config", "proxy=10.0.0.2:3128"], "proxy: expected a proxy such as"),
                                       (["config", "colour=blue"], "unknown setting"),
                                       (["config", "provider=custom"], "needs base_url="),
                                       (["config", "provider=ollama"], ":11434/v1"),

@@ -49,3 +49,33 @@ def test_cpython(name, env, monkeypatch):
 def test_micropython(name, env):
     ok, out = mpcase.run(CASES, name, env)
     assert ok, out
+
+
+def test_a_call_and_its_retries_share_one_answer_budget(env, monkeypatch):
+    """Issue 13, item 13: a server that takes the request and stays silent is told to the
+    user within the call's budget (110 s; here cut to 0.6 s, which only CPython can patch:
+    MicroPython inlines the const), however long the read timeout; and no retry starts
+    without time left for it."""
+    import sys
+
+    sys.path.insert(0, HERE)
+    import fakectl
+    from mimi import config
+    from mimi.llm import LLMError, common
+
+    monkeypatch.setattr(common, "_LLM_ANSWER_MS", 600)
+    monkeypatch.setattr(common, "_sleep_ms", lambda ms: None)
+    monkeypatch.setattr(config, "LLM_TIMEOUT_MS", 120000)
+    url = env["MIMI_T_OPENAI"]
+    p = common.Provider("openai", "openai", url + "/v1", "sk-FAKE-0123456789", "gpt-test")
+    fakectl.reset(url)
+    fakectl.script(url, *[fakectl.reply("text", text="late", delay_s=3)] * 3)
+    with pytest.raises(LLMError) as e:
+        p.chat("s", [{"role": "user", "content": "hello", "ts": 1}])
+    assert e.value.user_message == "127.0.0.1 did not answer within 1 s"
+    assert len(fakectl.requests(url)) == 1
+    fakectl.reset(url)
+    fakectl.script(url, *[fakectl.reply("error", status=503)] * 3)
+    with pytest.raises(LLMError) as e:
+        p.chat("s", [{"role": "user", "content": "hello", "ts": 1}])
+    assert "(503)" in e.value.user_message and len(fakectl.requests(url)) == 1

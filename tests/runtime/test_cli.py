@@ -4,6 +4,7 @@ Nothing here may raise: a wrong argument prints the usage, an error one line.
 """
 import support
 
+import mimi
 from mimi import app, cli, commands, config
 from mimi.storage import cronjobs, memory
 
@@ -162,6 +163,7 @@ def test_status_heap_wifi():
     cli.execute("wifi_status")
     t = _text()
     assert "LLM: " in t and "heap" in t and "mimi-sim-wifi" in t
+    assert ("mimi %s on " % mimi.VERSION) in t  # the package's version, package.json's too
 
 
 Echo = support.Echo
@@ -219,6 +221,24 @@ def test_control_characters_in_settings_are_refused():
         assert config.get(n) == keep[n], n
     assert "A model name is one word" in commands.run("/model x\ty", "cli", config.CLI_CHAT_ID)
     assert config.get("model") == "gpt-4o"
+
+
+def test_proxy_settings_are_checked_and_the_password_never_shown():
+    _capture()
+    cli.execute("set_proxy socks5://ann:Fake-pw-42@10.0.0.2:1080")
+    assert config.get("proxy") == "socks5://ann:Fake-pw-42@10.0.0.2:1080"
+    assert "socks5://ann:****@10.0.0.2:1080" in _text() and "Fake-pw" not in _text()
+    del _lines[:]
+    cli.execute("set_proxy 10.0.0.2:3128")  # no scheme: refused, the old one kept
+    assert _text().startswith("error: proxy is not http://") and config.get("proxy").startswith("socks5://")
+    del _lines[:]
+    cli.execute("config_show")
+    assert "socks5://ann:****@10.0.0.2:1080" in _text() and "Fake-pw" not in _text()
+    assert "no_proxy         local" in _text()
+    cli.execute("set_no_proxy local,ollama.home")
+    assert config.get("no_proxy") == "local,ollama.home"
+    cli.execute("set_proxy off")
+    assert config.get("proxy") == ""
 
 
 def test_set_feishu_stores_the_app_masked():

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from esp_image import ROOT, STOCK_8MIB, STOCK_8MIB_3M_APP, merged_image, partitions
+from esp_image import ROOT, STOCK_8MIB, STOCK_8MIB_3M_APP, STOCK_V128, merged_image, partitions
 
 P = partitions
 CLI = [sys.executable, "tools/partitions.py"]
@@ -67,12 +67,53 @@ def test_with_romfs_takes_ffat_when_there_is_no_vfs():
     assert [(e.label, e.offset) for e in new[3:]] == [("romfs", 0x200000), ("ffat", 0x280000)]
 
 
+def test_with_romfs_on_a_table_without_vfs_goes_after_the_last_partition():
+    # MicroPython 1.26+ (v1.28.0's partitions-4MiBplus.csv): no vfs entry; the port makes
+    # vfs at boot from the end of the last partition, so the romfs goes there.
+    new = P.with_romfs(STOCK_V128, flash_bytes=0x400000)
+    assert new[:3] == STOCK_V128
+    assert new[3:] == [P.Entry("romfs", 1, 0x8F, 0x200000, 0x80000, 0)]
+    assert P.with_romfs(new, flash_bytes=0x400000) == new  # idempotent
+    # An app that ends off a sector boundary: the romfs starts at the next one.
+    odd = STOCK_V128[:2] + [STOCK_V128[2]._replace(size=0x1F0800)]
+    assert P.with_romfs(odd, 0x10000, flash_bytes=0x400000)[3].offset == 0x201000
+    # 4 MiB flash keeps 1.5 MiB of file system with 512 KiB of romfs; 2 MiB would keep none.
+    with pytest.raises(ValueError, match="leave the file system 0 KiB of this 2048 KiB flash"):
+        P.with_romfs(STOCK_V128, flash_bytes=0x200000)
+    with pytest.raises(ValueError, match="less than 1024 KiB"):
+        P.with_romfs(STOCK_V128, 0x200000, flash_bytes=0x400000)
+    with pytest.raises(ValueError, match="no flash size"):
+        P.with_romfs(STOCK_V128)
+
+
+def test_patch_image_places_the_romfs_of_a_1_26_table_by_the_header_s_flash_size():
+    img = merged_image(STOCK_V128)  # header: 4 MB, as sdkconfig.base builds it
+    assert P.flash_size(img) == 0x400000 and P.flash_size(merged_image(flash_code=3)) == 0x800000
+    out = P.patch_image(img, P.ROMFS_BYTES)
+    assert P.table_of(out) == P.with_romfs(STOCK_V128, flash_bytes=0x400000)
+    assert out[:0x8000] == img[:0x8000] and out[0x8C00:] == img[0x8C00:]
+    with pytest.raises(ValueError, match="less than 1024 KiB"):
+        P.patch_image(img, 0x180000)  # 2.5 MiB + 1.5 MiB: nothing left on 4 MiB
+    assert P.table_of(P.patch_image(merged_image(STOCK_V128, flash_code=3), 0x180000))[3].size == 0x180000
+
+
+def test_cli_on_a_1_26_image_says_where_the_file_system_goes(tmp_path):
+    src = tmp_path / "fw.bin"
+    src.write_bytes(merged_image(STOCK_V128))
+    p = subprocess.run(CLI + ["--show", str(src)], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "makes the vfs file system at boot, from 0x200000 to the end of flash" in p.stdout, p.stdout
+    p = subprocess.run(CLI + [str(src), "-o", str(tmp_path / "out.bin")], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "romfs after the last partition" in p.stdout and "from 0x280000 to the end of flash" in p.stdout, p.stdout
+    assert p.stdout.rstrip().endswith("romfs: offset 0x200000, size 0x80000 (512 KiB)")
+
+
 @pytest.mark.parametrize("entries,size,msg", [
-    (STOCK_8MIB[:3], P.ROMFS_BYTES, "no filesystem partition"),
     (STOCK_8MIB[:3] + [STOCK_8MIB[3]._replace(size=0x170000)], P.ROMFS_BYTES, "less than 1024 KiB"),
     (STOCK_8MIB, 0x80001, "multiple of 4 KiB"),
     (STOCK_8MIB, 0, "multiple of 4 KiB"),
-    (STOCK_8MIB[:3] + [STOCK_8MIB[3]._replace(type=0)], P.ROMFS_BYTES, "no filesystem partition"),
+    (STOCK_8MIB[:3] + [STOCK_8MIB[3]._replace(type=0)], P.ROMFS_BYTES, "no flash size"),
 ])
 def test_with_romfs_refuses(entries, size, msg):
     with pytest.raises(ValueError, match=msg):
@@ -139,11 +180,20 @@ def test_pack_refuses_more_entries_than_fit_and_long_labels():
         P.pack([P.Entry("x" * 17, 1, 0x81, 0x10000, 0x1000, 0)])
 
 
+# v1.28.0's ports/esp32/boards/sdkconfig.* files (git ls-tree v1.28.0 ports/esp32/boards):
+# what a board's SDKCONFIG_DEFAULTS may name there (sdkconfig.usb went in 1.27).
+_SDKCONFIGS_V128 = {"sdkconfig.240mhz", "sdkconfig.base", "sdkconfig.ble", "sdkconfig.c2", "sdkconfig.c6",
+                    "sdkconfig.flash_2MiB", "sdkconfig.free_ram", "sdkconfig.p4", "sdkconfig.p4_wifi_c5",
+                    "sdkconfig.p4_wifi_c6", "sdkconfig.p4_wifi_common", "sdkconfig.riscv", "sdkconfig.spiram",
+                    "sdkconfig.spiram_oct", "sdkconfig.spiram_sx"}
+_BOARD = os.path.join(ROOT, "boards", "MIMI_ESP32_S3_ROMFS")
+
+
 def test_the_romfs_board_definition_has_the_table_flash_makes_from_the_stock_one():
-    # boards/MIMI_ESP32_S3_ROMFS (a MicroPython build with ROMFS on) and tools/flash.sh
-    # flash (the stock image, its table patched) must give a board the same partitions.
+    # boards/MIMI_ESP32_S3_ROMFS (a MicroPython built with ROMFS on) and tools/flash.sh
+    # flash (the stock 1.26+ image, its table patched) must give a board the same partitions.
     rows = []
-    with open(os.path.join(ROOT, "boards", "MIMI_ESP32_S3_ROMFS", "partitions-8MiB-romfs.csv")) as f:
+    with open(os.path.join(_BOARD, "partitions-romfs.csv")) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if line:
@@ -152,8 +202,24 @@ def test_the_romfs_board_definition_has_the_table_flash_makes_from_the_stock_one
     subtypes = {"nvs": 0x02, "phy": 0x01, "factory": 0x00, "fat": 0x81}
     got = [(r[0], kinds[r[1]], subtypes.get(r[2]) if r[2] in subtypes else int(r[2], 16), int(r[3], 16),
             int(r[4], 16)) for r in rows]
-    want = [(e.label, e.type, e.subtype, e.offset, e.size) for e in partitions.with_romfs(STOCK_8MIB_3M_APP)]
-    assert got == want
+    table = P.table_of(P.patch_image(merged_image(STOCK_V128), P.ROMFS_BYTES))
+    assert got == [(e.label, e.type, e.subtype, e.offset, e.size) for e in table]
+    with open(os.path.join(_BOARD, "sdkconfig.board")) as f:
+        assert 'CONFIG_PARTITION_TABLE_CUSTOM_FILENAME="boards/MIMI_ESP32_S3_ROMFS/partitions-romfs.csv"' in f.read()
+
+
+def test_the_romfs_board_names_only_sdkconfig_files_v1_28_has():
+    import re
+
+    named = set()
+    for name in ("mpconfigboard.cmake", "mpconfigvariant_SPIRAM_OCT.cmake"):
+        with open(os.path.join(_BOARD, name)) as f:
+            named |= set(re.findall(r"boards/(sdkconfig\.\w+)", f.read()))
+    assert named and named <= _SDKCONFIGS_V128, named - _SDKCONFIGS_V128
+    # The variant is a file (v1.28.0's CMakeLists.txt refuses a BOARD_VARIANT without
+    # mpconfigvariant_<name>.cmake), as ESP32_GENERIC_S3's SPIRAM_OCT is.
+    with open(os.path.join(_BOARD, "mpconfigvariant_SPIRAM_OCT.cmake")) as f:
+        assert "boards/sdkconfig.spiram_oct" in f.read()
 
 
 def test_romfs_support_is_read_from_the_firmware_s_interned_names(tmp_path):

@@ -34,7 +34,7 @@ import hashlib
 
 from micropython import const
 
-from mimi import clock, config, log, policy, seam
+from mimi import clock, config, data_path, log, policy, seam
 from mimi.storage import fs, memory, skills
 
 # Tunables (config.py holds those shared by several modules and the settings).
@@ -45,11 +45,11 @@ _CONTEXT_CONTINUE_MIN_BYTES = const(100)
 
 # The static rules (section 1) ship next to this module and are read straight into the
 # buffer each turn: no heap at import, and no tool can reach them (they are not in /data).
-_RULES_PATH = __file__.rsplit("/", 1)[0] + "/rules.md"
+_RULES_PATH = data_path(__file__, "rules.md")
 _RULES_MISSING = const(b"# Who you are\nYou are mimi, a personal assistant on a small board. Be brief.\n")
 # The sentences of the turn block (section 7), by key: same place, same reasons.
-_TURN_PATH = __file__.rsplit("/", 1)[0] + "/turn.md"
-_OTHERS_PATH = __file__.rsplit("/", 1)[0] + "/others.md"  # the sentence for a chat other than the owner's
+_TURN_PATH = data_path(__file__, "turn.md")
+_OTHERS_PATH = data_path(__file__, "others.md")  # the sentence for a chat other than the owner's
 
 _TAG = const("ctx")
 _ROOM = const(b"\n[cut for room]")

@@ -156,6 +156,7 @@ class Telegram:
         self.offset = 0
         self.unsaved = 0
         self.poll = None  # the long poll under way (http.Pending)
+        self.keeps = None  # (poll, other calls): their kept connections (http.Keep), made on first use
         self.held = None  # updates received, acted on once the next poll confirmed them
         self.limit = config.TG_POLL_LIMIT
         self.saved_ms = self.poll_at = self.send_at = self.typing_at = seam.ticks_ms()  # *_at: when due
@@ -179,9 +180,12 @@ class Telegram:
     def _post(self, method, params, buf, deadline_ms):
         from mimi.net import http
 
+        if self.keeps is None:  # the long poll on one connection, the other calls on another
+            self.keeps = (http.Keep(), http.Keep())
         return http.start("POST", "%s/bot%s/%s" % (config.get("tg_api_base").rstrip("/"), self.token(), method),
                           {"Content-Type": "application/json"}, json.dumps(params or {}),
-                          timeout_ms=config.TG_SEND_TIMEOUT_MS, buf=buf, deadline_ms=deadline_ms)
+                          timeout_ms=config.TG_SEND_TIMEOUT_MS, buf=buf, deadline_ms=deadline_ms,
+                          keep=self.keeps[method != "getUpdates"])
 
     def call(self, method, params=None, want_result=False):
         """POST ``method`` with ``params`` (dict) as JSON. Returns the ``result`` when
@@ -277,6 +281,8 @@ class Telegram:
         if self.poll is not None:
             self.poll.close()  # never raises (seam.Conn.close)
             self.poll = None
+        for k in self.keeps or ():
+            k.close()
         for u in self.held or ():
             i = u.get("update_id") if isinstance(u, dict) else None
             if isinstance(i, int) and i < self.offset:

@@ -10,7 +10,11 @@ Retry policy, from the official SDKs (anthropic-sdk-python and openai-python,
 429, 5xx (529 included) unless ``x-should-retry: false``; wait ``retry-after-ms`` /
 ``retry-after`` when given, else 0.5 s * 2^n capped at 8 s with up to 25 % jitter. Here a
 ``retry-after`` over 60 s is not waited for: the user is told to try later instead. Not
-retried: 400, 401, 403, 404, 413 and 429 ``insufficient_quota``.
+retried: 400, 401, 403, 404, 413 and 429 ``insufficient_quota``. A call's attempts and
+waits share ``_LLM_ANSWER_MS``: a server that takes the request and never answers is
+told to the user as silent within 2 minutes, not after three full read timeouts. The
+requests go over one kept connection (``http.Keep``), across the rounds of a tool loop
+and across turns while the server keeps it open.
 """
 import os
 
@@ -21,7 +25,8 @@ from mimi.llm import LLMError, init, pick, wire  # noqa: F401 - LLMError is also
 from mimi.net import http
 
 # Tunables (config.py holds those shared by several modules and the settings).
-_LLM_DEADLINE_MS = const(300000)  # one attempt, whole
+_LLM_ANSWER_MS = const(110000)  # one chat() call: every attempt and wait, so the user hears within 2 min
+_LLM_TRY_MIN_MS = const(5000)  # the least time left worth another attempt
 _LLM_MAX_ATTEMPTS = const(3)  # the SDKs' DEFAULT_MAX_RETRIES = 2, plus the first try
 _LLM_RETRY_BASE_MS = const(500)  # SDKs' INITIAL_RETRY_DELAY
 _LLM_RETRY_MAX_MS = const(8000)  # SDKs' MAX_RETRY_DELAY
@@ -37,9 +42,11 @@ _MSG = const("|400 the request was refused|401 the API key was rejected|403 the 
              "|5xx %s had a server error|other unexpected answer from %s|quota the %s account has no credit left"
              "|json %s sent invalid JSON|nokey no API key is set for %s|tls no secure connection: %s"
              "|reach could not reach %s (%s)|wait %s; try again later (in %d s)"
+             "|mute %s did not answer within %d s"
              "|big the reply was larger than the %d KB I can hold|")
 # Reasons an error may give, found by words in its type, code or message: (words, what the chat reads).
 _sleep_ms = seam.sleep_ms  # tests patch this
+_keep = None  # the LLM's kept connection (http.Keep), made on the first call
 
 
 class Provider:
@@ -73,19 +80,29 @@ class Provider:
         name = self.name
         if self._key is None:
             raise LLMError(pick(_MSG, "nokey") % name)
+        global _keep
+        if _keep is None:
+            _keep = http.Keep()
         buf = init()
+        t0 = seam.ticks_ms()
         for attempt in range(_LLM_MAX_ATTEMPTS):
             h = None
+            left = _LLM_ANSWER_MS - seam.ticks_diff(seam.ticks_ms(), t0)
             args = self, system, messages, tools, max_tokens or config.LLM_MAX_TOKENS
             n = wire.into(buf, *args)  # the body in the reply buffer, which the answer then overwrites
             try:
                 r = http.request("POST", self.url, self.headers, memoryview(buf)[:n] if n is not None else (
-                    lambda w: wire.body(w, *args)), config.LLM_TIMEOUT_MS, buf,
-                    deadline_ms=_LLM_DEADLINE_MS)
+                    lambda w: wire.body(w, *args)), min(config.LLM_TIMEOUT_MS, left), buf,
+                    deadline_ms=left, keep=_keep)
             except OSError as e:
                 s = str(e)
-                err = LLMError(pick(_MSG, "reach") % (http.parse_url(self.url)[1], "timed out" if (
-                    e.args and e.args[0] == 110) or "timed out" in s else s[:80] or type(e).__name__), None, True)
+                host = http.parse_url(self.url)[1]
+                if isinstance(e, http.NoAnswer):  # connected and sent: the server is there, silent
+                    raise LLMError(pick(_MSG, "mute") % (host, (seam.ticks_diff(seam.ticks_ms(), t0) + 999) // 1000),
+                                   None, True)
+                err = LLMError(s[:160] if s.startswith("proxy ") else  # it names the proxy and the cause
+                               pick(_MSG, "reach") % (host, "timed out" if (e.args and e.args[0] == 110) or
+                                                      "timed out" in s else s[:80] or type(e).__name__), None, True)
                 if isinstance(e, seam.TLSError):
                     raise LLMError(pick(_MSG, "tls") % s)
             else:
@@ -120,6 +137,9 @@ class Provider:
             if wait > _LLM_RETRY_AFTER_MAX_S * 1000:
                 raise LLMError(pick(_MSG, "wait") % (err.user_message, wait // 1000),
                                err.status, True)
+            if attempt + 1 < _LLM_MAX_ATTEMPTS and \
+                    seam.ticks_diff(seam.ticks_ms(), t0) + wait > _LLM_ANSWER_MS - _LLM_TRY_MIN_MS:
+                raise err  # no time left for another try
             log.warn(_TAG, "%s #%d: %s", name, attempt + 1, err.user_message)
             if attempt + 1 < _LLM_MAX_ATTEMPTS:
                 _sleep_ms(wait)

@@ -12,10 +12,18 @@ chunked responses, reads ``.content`` unbounded, and turns TLS verification off.
   bytes for Content-Length, once to send them), so large JSON is streamed, never built;
 - ``start()`` returns a ``Pending`` whose ``ready(timeout_ms)`` polls the socket, so the
   I/O thread can hold a 30 s Telegram long poll open and still send replies;
-- the socket is closed on every path (each request is ``Connection: close``).
+- a request given a ``Keep`` (one per thread and kind of request) reuses its
+  connection (HTTP/1.1 keep-alive) while the server keeps it open and it has been idle
+  under ``_HTTP_KEEP_IDLE_MS`` (``sweep()``, from the I/O loop, closes older ones); a
+  request that fails on a reused connection before any byte of its answer came is sent
+  once more on a fresh one. Without a ``Keep`` a request is ``Connection: close``;
+- connections are opened by ``mimi.net.proxy.connect``, through the ``proxy`` setting
+  when one applies;
+- the socket is closed on every path where it is not kept.
 
 Errors: ``OSError`` for connection problems, timeouts and malformed responses (worth a
-retry); ``seam.TLSError`` (an ``OSError``) when the server's certificate was refused or the
+retry), ``NoAnswer`` (an ``OSError``) when the server took the request and its answer did
+not come in time; ``seam.TLSError`` (an ``OSError``) when the server's certificate was refused or the
 clock is unset (not worth a retry); ``ValueError`` for a bad URL or header.
 Never logs a path or header (Telegram puts its token in the path).
 Spec: RFC 9112 (message syntax, chunked coding).
@@ -23,14 +31,87 @@ Spec: RFC 9112 (message syntax, chunked coding).
 from micropython import const
 
 from mimi import config, seam
+from mimi.net import proxy  # every connection goes through it
 
 # Tunables (config.py holds those shared by several modules and the settings).
 _HTTP_TIMEOUT_MS = const(30000)  # each read or write; callers raise it for slow replies
 _HTTP_DEADLINE_MS = const(300000)  # a whole exchange, so a dripping server cannot hold a thread
+_HTTP_KEEP_IDLE_MS = const(90000)  # a kept connection idle this long is closed (a message a minute reuses it)
 
 _HEADERS_MAX = const(100)  # header lines per response before we call it malformed
-_KEEP = const(" content-length transfer-encoding content-type retry-after retry-after-ms x-should-retry location ")
+_KEEP = const(" content-length transfer-encoding content-type retry-after retry-after-ms x-should-retry location"
+              " connection ")
 _BAD_URL = const("the URL is not http[s]://host[:port][/path]")
+
+
+class NoAnswer(OSError):
+    """The request went out and its answer did not come (or stopped coming) in time:
+    ``args`` (110, "timed out"). The server is there but silent; not "unreachable"."""
+
+
+_keeps = []  # every Keep made, for sweep()
+
+
+class Keep:
+    """A place for one idle keep-alive connection, reused by the requests given it.
+
+    Give each thread and kind of request its own (the long poll; the Bot API's other
+    calls; the LLM), so a connection is used by one request at a time. While a request
+    runs the connection is its own, out of the ``Keep``; the lock guards only the hand
+    over, so ``sweep()`` from another thread may close an idle one. A kept connection is
+    for one server: a request elsewhere closes it and opens its own.
+    """
+
+    def __init__(self):
+        self._lock = seam.allocate_lock()
+        self._conn = self._key = None
+        self._since = 0
+        _keeps.append(self)
+
+    def take(self, key):
+        """The kept connection to ``key`` when it is still good, else None (closed)."""
+        with self._lock:
+            conn, same, since, self._conn = self._conn, key == self._key, self._since, None
+        if conn is None:
+            return None
+        if same and seam.ticks_diff(seam.ticks_ms(), since) < _HTTP_KEEP_IDLE_MS:
+            try:  # the server's close, or bytes nobody asked for: readable means done
+                if conn.readinto(memoryview(bytearray(1)), 0) is None:
+                    return conn
+            except OSError:
+                pass
+        conn.close()
+        return None
+
+    def give(self, key, conn):
+        """Keep ``conn`` (to ``key``) for the next request; one held before is closed."""
+        with self._lock:
+            old, self._conn, self._key, self._since = self._conn, conn, key, seam.ticks_ms()
+        if old is not None:
+            old.close()
+
+    def close(self, idle_ms=0):
+        """Close the kept connection when it has been idle ``idle_ms`` or more; True if it did."""
+        with self._lock:
+            conn = self._conn
+            if conn is None or seam.ticks_diff(seam.ticks_ms(), self._since) < idle_ms:
+                return False
+            self._conn = None
+        conn.close()
+        return True
+
+    def held(self):
+        """True while an idle connection is kept."""
+        return self._conn is not None
+
+
+def sweep(idle_ms=_HTTP_KEEP_IDLE_MS):
+    """Close every kept connection idle ``idle_ms`` or more (0: all idle ones); the count.
+    Each open TLS session holds about 25 KB of the chip's internal RAM."""
+    n = 0
+    for k in _keeps:
+        n += k.close(idle_ms)
+    return n
 
 
 def parse_url(url):
@@ -73,14 +154,16 @@ class Pending:
     """A request: sent when made (``start``), its response read by ``finish()``.
 
     ``Pending(method, url, headers=None, body=None, timeout_ms=None, buf=None, cap=None,
-    want=(), connect_timeout_ms=None, deadline_ms=None)`` connects and sends.
+    want=(), connect_timeout_ms=None, deadline_ms=None, keep=None)`` connects and sends.
     ``headers``: dict of extra request headers. ``body``: None, bytes-like, str, or a
     writer ``fn(write)`` that calls ``write(bytes or str)`` for each piece, the same way
-    both times it is called. ``timeout_ms``: for each read and write (default
-    ``_HTTP_TIMEOUT_MS``); ``connect_timeout_ms`` for the TCP connect and the TLS
-    handshake; ``deadline_ms``: the whole exchange, from now. ``buf``/``cap``/``want``:
-    see ``finish``. Raises as the module says; the socket is closed on failure. No
-    ``HEAD`` (its response would be read as having a body).
+    every time it is called (once to count, once per sending). ``timeout_ms``: for each
+    read and write (default ``_HTTP_TIMEOUT_MS``); ``connect_timeout_ms`` for the TCP
+    connect, the proxy's tunnel and the TLS handshake; ``deadline_ms``: the whole
+    exchange, from now. ``buf``/``cap``/``want``: see ``finish``. ``keep``: a ``Keep``
+    whose connection is reused and which gets it back after a complete answer the server
+    did not end with ``Connection: close``. Raises as the module says; the socket is
+    closed on failure. No ``HEAD`` (its response would be read as having a body).
 
     After ``finish()`` it is the response: ``status`` (int), ``headers`` (dict, lower-case
     names, only the kept ones), ``body`` (memoryview into the buffer), ``truncated``
@@ -88,60 +171,99 @@ class Pending:
     """
 
     def __init__(self, method, url, headers=None, body=None, timeout_ms=None, buf=None, cap=None, want=(),
-                 connect_timeout_ms=None, deadline_ms=None):
+                 connect_timeout_ms=None, deadline_ms=None, keep=None):
         tls, host, port, path = parse_url(url)
         self._tmo = timeout_ms or _HTTP_TIMEOUT_MS
+        self._ctmo = connect_timeout_ms or config.HTTP_CONNECT_TIMEOUT_MS
         self._end = seam.ticks_add(seam.ticks_ms(), deadline_ms or _HTTP_DEADLINE_MS)
         self._opts = buf, cap, want
         self._rb = bytearray(config.HTTP_LINE_BYTES)  # request gathering, then status/header/chunk lines
         self._rs = self._re = self._sent = 0
-        ctx = None
+        self._conn = self._err = None
+        self._got = False  # a byte of the answer has come
+        self._keep = keep
+        self._key = (host, port, tls, config.get("proxy"), config.get("no_proxy"))  # what a kept connection must fit
+        self._ctx = None
         if tls:
             if not seam.clock_synced():
                 raise seam.TLSError("the clock is not set: cannot check %s's certificate" % host)
             from mimi.net import certs
 
-            ctx = certs.context()
-        self._conn = conn = seam.Conn(host, port, connect_timeout_ms or config.HTTP_CONNECT_TIMEOUT_MS, ctx)
+            self._ctx = certs.context()
+        h = host
+        if ":" in h:  # an IPv6 literal
+            h = "[%s]" % h
+        if port != (443 if tls else 80):
+            h += ":%d" % port
+        hd = headers or {}
+        c = hd.get("Connection", None if keep else "close")  # "Upgrade" for a WebSocket (mimi.net.ws)
+        head = "%s %s HTTP/1.1\r\nHost: %s\r\n%sUser-Agent: mimi\r\n" % (
+            method, path, h, "" if c is None else "Connection: %s\r\n" % c)
+        for k in hd:
+            if k != "Connection":
+                head += "%s: %s\r\n" % (k, hd[k])
+        count = None
+        if callable(body):
+            body(self._write)  # the counting pass: no connection yet, so _write only counts
+            count, self._sent = self._sent, 0
+        elif body is not None:
+            body = seam.as_bytes(body)
+            count = len(body)
+        if count is not None:
+            head += "Content-Length: %d\r\n" % count
+        n = 3 + (c is not None) + len(hd) - ("Connection" in hd) + (count is not None)  # lines; a line break adds one
+        if head.count("\n") != n or head.count("\r") != n:
+            raise ValueError("line break in a header")
+        self._req = head, body, count
+        self._conn = keep and keep.take(self._key)
+        self._reused = self._conn is not None
+        if not self._reused:
+            self._conn = self._open()
         try:
-            if ":" in host:  # an IPv6 literal
-                host = "[%s]" % host
-            if port != (443 if tls else 80):
-                host += ":%d" % port
-            hd = headers or {}
-            head = "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\nUser-Agent: mimi\r\n" % (
-                method, path, host, hd.get("Connection", "close"))  # "Upgrade" for a WebSocket (mimi.net.ws)
-            for k in hd:
-                if k != "Connection":
-                    head += "%s: %s\r\n" % (k, hd[k])
-            w = self._write
-            count = None
-            if callable(body):
-                self._conn = None  # the counting pass: _write only counts
-                body(w)
-                self._conn, count, self._sent = conn, self._sent, 0
-            elif body is not None:
-                body = seam.as_bytes(body)
-                count = len(body)
-            if count is not None:
-                head += "Content-Length: %d\r\n" % count
-            n = 4 + len(hd) - ("Connection" in hd) + (count is not None)  # lines; a line break in a value would add one
-            if head.count("\n") != n or head.count("\r") != n:
-                raise ValueError("line break in a header")
-            w(head)
-            w("\r\n")
-            if callable(body):
-                n = self._sent
-                body(w)
-                if self._sent - n != count:
-                    raise ValueError("the body writer changed after counting")
-            elif body is not None:
-                w(body)
-            if self._re:
-                conn.write(memoryview(self._rb)[:self._re], self._tmo)
-            self._re = 0
+            self._send()
+        except OSError as e:
+            self._again(e)
         except BaseException:
-            conn.close()
+            self.close()
+            raise
+
+    def _open(self):
+        return proxy.connect(self._key[0], self._key[1], self._ctx, self._ctmo)
+
+    def _send(self):
+        """Write the request (head, then body) to the connection."""
+        head, body, count = self._req
+        w = self._write
+        self._sent = self._re = 0
+        w(head)
+        w("\r\n")
+        if callable(body):
+            n = self._sent
+            body(w)
+            if self._sent - n != count:
+                raise ValueError("the body writer changed after counting")
+        elif body is not None:
+            w(body)
+        if self._re:
+            self._conn.write(memoryview(self._rb)[:self._re], self._tmo)
+        self._re = 0
+
+    def _again(self, e):
+        """After ``e`` on a reused connection before any byte of the answer (the server had
+        closed it while idle): the same request once more on a fresh connection. Otherwise,
+        or when ``e`` was a timeout (the server may be working on it), close and raise ``e``."""
+        if not self._reused or self._got or isinstance(e, NoAnswer) or "timed out" in str(e):
+            self.close()
+            raise e
+        self._conn.close()
+        self._conn = None
+        self._reused = False
+        self._rs = self._re = 0
+        try:
+            self._conn = self._open()
+            self._send()
+        except BaseException:
+            self.close()
             raise
 
     def _write(self, x):
@@ -171,17 +293,30 @@ class Pending:
 
     def ready(self, timeout_ms=0):
         """True once the response has begun (or the connection ended or failed), so
-        ``finish()`` will not wait for the server to think. Waits at most ``timeout_ms``."""
+        ``finish()`` will not wait for the server to think. Waits at most ``timeout_ms``.
+        A kept connection the server had closed is replaced here (the request sent again)."""
+        if self._err is not None:
+            return True
         if self._conn is None:
             return False
         if self._rs < self._re:
             return True
         try:
             n = self._conn.readinto(memoryview(self._rb), timeout_ms)
-        except OSError:
-            return True  # finish() meets the error
+        except OSError as e:
+            n = e
         if n is None:
             return False
+        if not n or isinstance(n, OSError):
+            if not self._reused or self._got:
+                return True  # finish() meets the error
+            try:
+                self._again(n or OSError("connection closed early"))
+            except OSError as e:
+                self._err = e
+                return True
+            return False
+        self._got = True
         self._rs, self._re = 0, n
         return True
 
@@ -217,12 +352,20 @@ class Pending:
         buf = b if buf is None else buf
         cap = c if cap is None else cap
         want = wt if want is None else want
+        kept = False
         try:
+            if self._err is not None:
+                raise self._err
             try:
                 while True:  # 1xx interim responses (100 Continue, 103 Early Hints): the real one follows
-                    line = self._line()
+                    try:
+                        line = self._line()
+                    except OSError as e:  # a kept connection the server had closed: once on a fresh one
+                        self._again(e)
+                        continue
                     if not line.startswith(b"HTTP/"):
                         raise ValueError
+                    v11 = line.startswith(b"HTTP/1.1 ")
                     status = int(line.split(None, 2)[1])
                     h = {}
                     for _ in range(_HEADERS_MAX):
@@ -272,6 +415,7 @@ class Pending:
                 else:
                     n = self._body(mv, 0, cap, False, sink)
                     cut = n == cap and self._read(memoryview(bytearray(1)), False) > 0
+                    v11 = False  # read to the close
             except (AttributeError, IndexError, ValueError):
                 raise OSError("malformed response")
             self.status, self.headers, self.body, self.truncated = status, h, mv[:0 if sink else n], cut
@@ -280,8 +424,14 @@ class Pending:
                 # protocol's start). "link", not a new name: the interned-name pool (docs/heap.md)
                 self.link, self.body = self._conn, memoryview(bytes(memoryview(self._rb)[self._rs:self._re]))
                 self._conn = None
+            # Kept only when the answer ended where its framing said and nothing else came.
+            kept = self._keep is not None and v11 and not cut and status != 101 and self._rs == self._re \
+                and "close" not in h.get("connection", "").lower()
             return self
         finally:
+            if kept:
+                self._keep.give(self._key, self._conn)
+                self._conn = None
             self.close()
             self._rb = None
 
@@ -318,11 +468,13 @@ class Pending:
                 left = seam.ticks_diff(self._end, seam.ticks_ms())  # the deadline
                 k = self._conn.readinto(mv[got:], min(self._tmo, left)) if left > 0 else None
                 if k is None:
-                    raise OSError(110, "timed out")
+                    raise NoAnswer(110, "timed out")
                 if not k:
                     if exact:
-                        raise OSError("connection closed early")
+                        via = getattr(self._conn, "via", None)
+                        raise OSError("connection closed early" + (" (the tunnel through %s)" % via if via else ""))
                     break
+                self._got = True
             got += k
             if once:
                 break

@@ -25,11 +25,11 @@ import json
 
 from micropython import const
 
-from mimi import pick
+from mimi import data_path, pick
 
 _RESULT_MAX_BYTES = const(8192)
 _LINE_MAX_BYTES = const(2048)  # one line of tools.jsonl
-SPECS = __file__.rsplit("/", 1)[0] + "/tools.jsonl"
+SPECS = data_path(__file__, "tools.jsonl")
 # The messages, by key (``mimi.pick``: one string in RAM, not one each).
 _MSG = const("|obj arguments must be a JSON object|miss missing required argument '%s'"
              "|unk unknown argument '%s' (expected: %s)|type argument '%s' must be %s, got %s"
