@@ -241,8 +241,9 @@ def app_smallest(reply_bytes, lo_kb=128, hi_kb=2048, step_kb=32):
 
 def main(heaps=("256K", "512K"), turns=40, peak_turns=10, soak=500, smallest=100, app=(4096, 16384), romfs=False):
     if not hostenv.micropython_exe():
-        print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
+        print("bench: %s" % hostenv.micropython_missing(), file=sys.stderr)
         return 2
+    print("== micropython: %s" % hostenv.micropython_about(), flush=True)
     if romfs:
         folder = tempfile.mkdtemp(prefix="mimi-bench-romfs-")
         atexit.register(shutil.rmtree, folder, True)

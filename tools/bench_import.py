@@ -16,8 +16,9 @@ issue 2):
    one.
 2. Plain ``.py`` files (the host simulator's way, and a board without a ROMFS
    partition): the line ``heap after import from .py files:``.
-Each run then imports the optional Feishu modules (imported only when Feishu is set up)
-and prints ``heap with the Feishu channel too:``; the budget is for the package without them.
+Each run then imports the optional modules (Feishu's, imported only when Feishu is set up;
+``mimi.doctor``, which only ``tools/flash.sh doctor`` runs) and prints ``heap with the
+Feishu channel too:``; the budget is for the package without them.
 """
 import os
 import subprocess
@@ -26,9 +27,10 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
-# Imported only when the owner sets Feishu up (mimi.app.init, feishu_app_id): measured
-# apart, after the budgeted package (named to the board script in MIMI_BENCH_LATER).
-OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2"
+# Imported only when the owner sets Feishu up (mimi.app.init, feishu_app_id), and
+# mimi.doctor, which only tools/flash.sh doctor runs: measured apart, after the budgeted
+# package (named to the board script in MIMI_BENCH_LATER).
+OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor"
 
 
 def main(heap="256K"):
@@ -36,6 +38,10 @@ def main(heap="256K"):
     from host_sim import hostenv, romfs
 
     exe = hostenv.micropython_exe()
+    if not exe:
+        print("%s: %s" % (os.path.basename(__file__), hostenv.micropython_missing()), file=sys.stderr)
+        return 2
+    print("== micropython: %s" % hostenv.micropython_about(exe), flush=True)
     base = dict(os.environ, MIMI_FLASH=tempfile.gettempdir(), MIMI_BENCH_LATER=OPTIONAL)
     with tempfile.TemporaryDirectory(prefix="mimi-bench-import-") as d:
         image = os.path.join(d, "mimi.romfs")

@@ -106,6 +106,10 @@ if sys.implementation.name != "micropython":
     def main():
         import shutil
 
+        if not hostenv.micropython_exe():
+            print("bench_storage: %s" % hostenv.micropython_missing(), file=sys.stderr)
+            raise SystemExit(2)
+        print("== micropython: %s" % hostenv.micropython_about(), flush=True)
         flash = _flash()
         mpy = None
         try:

@@ -91,6 +91,10 @@ def main():
     heap = sys.argv[1] if len(sys.argv) > 1 else "512K"
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100
     exe = hostenv.micropython_exe()
+    if not exe:
+        print("%s: %s" % (os.path.basename(__file__), hostenv.micropython_missing()), file=sys.stderr)
+        return 2
+    print("== micropython: %s" % hostenv.micropython_about(exe), flush=True)
     tmp = tempfile.mkdtemp(prefix="mimi-bench-tg-")
     os.makedirs(tmp + "/data")
     print("== formatting (micropython)", flush=True)

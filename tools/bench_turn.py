@@ -75,6 +75,11 @@ if sys.implementation.name != "micropython":
         fake = (FakeAnthropic if proto == "anthropic" else FakeOpenAI)().start()
         fake.responder = responder
         exe = hostenv.micropython_exe()
+        if not exe:
+            fake.stop()
+            print("bench_turn: %s" % hostenv.micropython_missing(), file=sys.stderr)
+            return 2
+        print("== micropython: %s" % hostenv.micropython_about(exe), flush=True)
         try:
             ok, out = run_mp(exe, heap, proto, fake.base_url)
             print(out.strip())

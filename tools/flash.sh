@@ -9,6 +9,8 @@
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
 #   tools/flash.sh [--port PORT] reset                hard reset (the app starts)
+#   tools/flash.sh [--port PORT] doctor               a report made on the board, changing nothing: each
+#                                                     line OK, WARN or FIX with what to do (exit 1 on a FIX)
 #   tools/flash.sh [--port PORT] repl                 the serial console (Ctrl-] or Ctrl-X leaves it)
 #
 # PORT: a serial device (/dev/ttyACM0, /dev/ttyUSB0, COM5) or socket://HOST:PORT (the
@@ -29,6 +31,12 @@
 # start of vfs. A firmware without ROMFS (the micropython.org builds seem to be)
 # is written as it is; --romfs adds the partition anyway, --no-romfs never. An image
 # without a table at 0x8000 (app-only), or cut short, is refused before anything is erased.
+#
+# doctor: mimi.doctor on the board over `mpremote resume` (no soft reset: a running
+# assistant goes on): MicroPython and the board; PSRAM, internal RAM, GC heap, flash;
+# WiFi; the clock; an NVS round trip; DNS, and a timed TLS handshake with the CA bundle,
+# for the Telegram API and the LLM; a thread with the app's stack doing a handshake; which
+# settings are set (names only).
 #
 # repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
 # fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
@@ -93,7 +101,21 @@ package_version() {  # the checkout's mimi version: VERSION in firmware/mimi/__i
 
 MP=""  # the mpremote command, found by need_mpremote before a command runs
 
-need_mpremote() { find_tool MP "${MPREMOTE:-}" mpremote mpremote; }
+need_mpremote() { find_tool MP "${MPREMOTE:-}" mpremote mpremote; need_listener; }
+
+need_listener() {  # a socket:// port with nothing listening: say so and how to start the virtual board
+    case "$PORT" in socket://*) ;; *) return 0 ;; esac
+    local hostport="${PORT#socket://}"
+    "$PYTHON" - "$hostport" <<'PYEOF' && return 0
+import socket, sys
+host, _, port = sys.argv[1].rpartition(":")
+try:
+    socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+except (OSError, ValueError):
+    sys.exit(1)
+PYEOF
+    die "nothing is listening on $PORT. Start the virtual board first, in another terminal: python3 -m host_sim vboard --flash DIR --port ${hostport##*:} (DIR: a folder that plays its flash); or give a board's serial device: --port /dev/ttyACM0"
+}
 
 mp() {  # mp ARGS...: mpremote on the chosen port; after the first call, without a reset
     local resume=()
@@ -396,20 +418,37 @@ _ls("/data", "")' | sed -n 's/^@@//p' | tr -d '\r')"
 
 cmd_config() {
     [ $# -gt 0 ] || die "config: give NAME=VALUE pairs, e.g. config wifi_ssid=Home wifi_pass=secret tg_token=123456789:AAH... provider=anthropic api_key=sk-ant-... tz=+08:00 allowed_chats=123456789"
-    need_mpremote  # before the file that will hold secrets exists
+    find_tool MP "${MPREMOTE:-}" mpremote mpremote  # before the file that will hold secrets exists
     local code
     code="$(mktemp "${TMPDIR:-/tmp}/mimi-config.XXXXXX")"
     chmod 600 "$code"  # it holds secrets until the board has run it
     "$PYTHON" "$ROOT/tools/nvs_config.py" "$@" > "$code" || { rm -f "$code"; exit 2; }
     printf '%s' "$PY_SETTLE" >> "$code"
+    (need_listener) || { rm -f "$code"; exit 2; }  # after the arguments were checked
     mp run "$code" || { rm -f "$code"; exit 1; }
     rm -f "$code"
+}
+
+cmd_doctor() {
+    [ $# -eq 0 ] || die "doctor: no arguments expected"
+    need_mpremote
+    RESET_DONE=1  # resume: nothing on the board changes, a running assistant goes on
+    local out
+    out="$(mp exec 'try:
+    from mimi import doctor
+except ImportError as e:
+    print("FIX  mimi is not on this board (%s): tools/flash.sh deploy" % e)
+else:
+    doctor.run()')" || die "doctor: cannot reach the board on ${PORT:-the first USB serial device} (mpremote's reason above)"
+    printf '%s\n' "$out" | tr -d '\r'
+    if grep -q '^FIX' <<<"$out"; then exit 1; fi
 }
 
 cmd_repl() {
     [ $# -eq 0 ] || die "repl: no arguments expected"
     case "$PORT" in
         socket://*)
+            need_listener
             # mpremote's repl needs a serial port's file descriptor and fails on socket://
             # ports ("'Serial' object has no attribute 'fd'"): a plain TCP terminal instead.
             PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m host_sim console --port "$PORT" ;;
@@ -436,5 +475,6 @@ case "$command" in
     config) cmd_config "$@" ;;
     reset) need_mpremote; mp reset; echo "Reset: the assistant starts (tools/flash.sh repl shows its log)." ;;
     repl) cmd_repl "$@" ;;
-    *) die "unknown command $command (flash, deploy, seed, config, reset, repl)" ;;
+    doctor) cmd_doctor "$@" ;;
+    *) die "unknown command $command (flash, deploy, seed, config, reset, repl, doctor)" ;;
 esac

@@ -58,11 +58,12 @@ def parse(args):
     specs = launcher.setting_specs()
     out = []
     bad = []  # every problem at once, not one per run
-    for a in args:
+    for i, a in enumerate(args):
         name, eq, raw = a.partition("=")
         name = name.strip()
         if not eq:
-            bad.append("%s: expected NAME=VALUE" % a.split("=")[0])
+            # Named only when it is a setting's name: a lone argument may be a password.
+            bad.append("%s: expected NAME=VALUE" % (name if name in specs else "argument %d (no '=')" % (i + 1)))
         elif name not in specs:
             bad.append("unknown setting %r; known: %s" % (name, ", ".join(specs)))
         elif raw == "":

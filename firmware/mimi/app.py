@@ -3,9 +3,9 @@
 REPL on the serial console stays live.
 
 Threads (../shared/DESIGN.md, "Threads"; stack sizes in README "On the board"):
-- agent thread (``_THREAD_AGENT_STACK_BYTES``): ``mimi.agent.loop.Agent(bus,
+- agent thread (``config.APP_THREAD_STACK_BYTES``): ``mimi.agent.loop.Agent(bus,
   context).run(stop)``, one inbound message at a time.
-- I/O thread (``_THREAD_IO_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
+- I/O thread (``config.APP_THREAD_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
   (``boot.NetKeeper``), Telegram polling and sending, routing outbound messages
   (``route``), cron and heartbeat ticks, and the watchdog (``watch``). Nothing in it
   blocks long: the Telegram long poll is an ``http.Pending`` checked each pass, and the
@@ -35,10 +35,6 @@ from micropython import const
 from mimi import bus, config, log, seam
 
 # Tunables (config.py holds those shared by several modules and the settings).
-# Stack sizes: JSON nesting plus an mbedTLS handshake needs well over the ESP32 port's
-# 5 KB default (README "Threads").
-_THREAD_AGENT_STACK_BYTES = const(16384)
-_THREAD_IO_STACK_BYTES = const(16384)
 _APP_STOP_WAIT_MS = const(8000)
 _APP_RESTART_WINDOW_MS = const(600000)
 _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound messages (= latency)
@@ -47,7 +43,7 @@ _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound message
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
     "healthy": False, "wdt": False, "telegram": None, "feishu": None, "cron": None, "heartbeat": None,
-    "net": None, "threads": {},
+    "net": None, "threads": {}, "started": None,
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
@@ -159,10 +155,12 @@ def _stopping():
 
 def _may_restart(t, now):
     """Count a restart of thread record ``t``; False when there were too many in the window."""
-    lst = t.setdefault("times", [])  # ticks of its restarts, oldest first
-    while lst and seam.ticks_diff(now, lst[0]) >= _APP_RESTART_WINDOW_MS:
+    lst = t.setdefault("times", [])  # moments of its restarts, oldest first (weeks apart, maybe)
+    while lst and seam.elapsed_ms(lst[0], now) >= _APP_RESTART_WINDOW_MS:
         lst.pop(0)
-    lst.append(now)
+    m = seam.moment()
+    m[0] = now
+    lst.append(m)
     return len(lst) <= config.APP_RESTARTS_MAX
 
 
@@ -210,7 +208,7 @@ def _thread(name):
                 _reset("%s thread failed %d times" % (name, config.APP_RESTARTS_MAX))
                 break
             t["restarts"] += 1
-            seam.sleep_ms(config.APP_RESTART_PAUSE_MS)
+            seam.wait_ms(config.APP_RESTART_PAUSE_MS)
     finally:
         t["alive"] = False
         if state["stop"] and not _alive():
@@ -240,8 +238,7 @@ def _spawn(name):
     t = state["threads"].get(name) or {"restarts": 0}
     t["alive"] = True
     state["threads"][name] = t
-    seam.start_thread(_thread, (name,), seam.thread_stack_bytes(
-        _THREAD_AGENT_STACK_BYTES if name == "agent" else _THREAD_IO_STACK_BYTES))
+    seam.start_thread(_thread, (name,), seam.thread_stack_bytes(config.APP_THREAD_STACK_BYTES))
 
 
 def start():
@@ -259,6 +256,7 @@ def start():
     state["running"] = True
     boot.app_running(True)  # an unasked-for reset from now on is a crash (boot.check_safe_mode)
     state["started_ms"] = _beat["agent"] = seam.ticks_ms()
+    state["started"] = seam.moment()  # uptime, past the 6 days ticks_diff holds
     _spawn("agent")
     _spawn("io")
     if config.APP_WDT_TIMEOUT_MS and not state["wdt"]:
@@ -287,7 +285,7 @@ def stop(timeout_ms=None):
     state["stop"] = True
     t0 = seam.ticks_ms()
     while _alive() and seam.ticks_diff(seam.ticks_ms(), t0) < (timeout_ms or _APP_STOP_WAIT_MS):
-        seam.sleep_ms(20)
+        seam.wait_ms(20)
     _stopped()
     done = not _alive()
     log.info("app", "stopped" if done else "stopping")
@@ -324,7 +322,7 @@ def _io_loop():
             http.sweep()  # kept connections idle too long (each TLS one holds ~25 KB of internal RAM)
             watch(now)
             if held is not None:
-                seam.sleep_ms(_APP_IO_WAIT_MS)
+                seam.wait_ms(_APP_IO_WAIT_MS)
             elif not busy:
                 held = q.get(_APP_IO_WAIT_MS)
                 if held is not None and route(held):

@@ -1,21 +1,33 @@
-"""Board bring-up, called by ``/boot.py``: safe mode, WiFi, clock. Never raises.
+"""Board bring-up, called by ``/boot.py``: safe mode, the board's checks, WiFi. Never
+raises, and returns within a second or two whatever the network does: MicroPython runs
+``/boot.py`` on every soft reset, mpremote's included, and mpremote gives the board 10 s
+to show its raw REPL (a boot that waited for WiFi would lock ``tools/flash.sh`` out,
+``flash.sh config`` too, which is how a wrong WiFi password gets fixed).
 
 - Safe mode: when the flag file ``BOOT_SAFE_FLAG`` exists, or the app crashed
   ``_BOOT_CRASH_LIMIT`` times in a row before it ran ``BOOT_HEALTHY_MS`` (a reset loop),
   boot stops here: no WiFi, no app, just the REPL to repair things
   (``cli.safe_mode('off')``, then ``cli.restart()``). A crash is a boot from an unasked-for
-  reset (panic, watchdog, the app's own reset) while the app was running or WiFi and the
-  clock were coming up: ``run()`` marks its bring-up, ``/main.py`` and ``app.start()``
+  reset (panic, watchdog, the app's own ``machine.reset()``) while the app was running
+  or boot was starting WiFi: ``run()`` marks its bring-up, ``/main.py`` and ``app.start()``
   the app; a clean ``app.stop()``, the end of the bring-up and every boot unmark it. So
   a reset after mpremote's soft reset (which runs ``/boot.py``, not ``/main.py``) or while
   the assistant was stopped is not a crash.
   Count and mark live in RTC memory, which survives a reset but not a power cut; the app
-  clears the count once it has run healthy. Soft resets and power-ons never count.
-- WiFi: ``NetKeeper`` connects, for ``_BOOT_WIFI_TRIES`` attempts' time at boot, then in
-  the I/O thread it keeps trying with backoff (2 s doubling to 5 min) and never gives up
-  (MimiClaw stops after 10 tries), and reconnects when the link drops.
-- Clock: NTP once WiFi is up, retried with backoff while it fails, and again every day
-  (the RTC drifts). ``seam`` hides the port's epoch (2000 on the ESP32, 1970 elsewhere).
+  clears the count once it has run healthy. Soft resets and power-ons never count; the
+  S3's RST button is a power-on (it resets the whole chip, RTC memory too).
+- The board: MicroPython older than 1.26 gets a warning (1.24 and 1.25 crash in
+  getaddrinfo on the S3 and on a soft reset after a thread ended; fixed upstream in
+  611d8f9ce8 and e1ab04e820); a board without PSRAM, or an octal one on the standard
+  image, stops in safe mode with the image to flash (``check_board``).
+- WiFi: boot only starts the first attempt (``NetKeeper``'s first tick, no waiting).
+  The I/O thread goes on with the same ``NetKeeper``: it keeps trying with backoff (2 s
+  doubling to 5 min), never gives up (MimiClaw stops after 10 tries), and reconnects
+  when the link drops. Until then HTTPS calls fail at once with "no WiFi" (``seam.Conn``)
+  or "the clock is not set" (``mimi.net.http``), and their callers retry.
+- Clock: NTP in the I/O thread once WiFi is up, retried with backoff while it fails, and
+  again every day (the RTC drifts). ``seam`` hides the port's epoch (2000 on the ESP32,
+  1970 elsewhere).
 """
 import os
 
@@ -24,7 +36,6 @@ from micropython import const
 from mimi import commands, config, log, seam
 
 # Tunables (config.py holds those shared by several modules and the settings).
-_BOOT_WIFI_TRIES = const(2)  # attempts' time at boot; then the I/O thread keeps trying, never giving up
 _BOOT_WIFI_BACKOFF_MAX_MS = const(300000)
 _BOOT_WIFI_CHECK_MS = const(5000)  # how often the I/O thread looks at the link
 _BOOT_NTP_RETRY_MIN_MS = const(30000)
@@ -109,7 +120,7 @@ def _feeder():
     while True:
         while state["feeding"]:
             seam.wdt_feed()
-            seam.sleep_ms(max(50, min(1000, config.APP_WDT_TIMEOUT_MS // 4)))
+            seam.wait_ms(max(50, min(1000, config.APP_WDT_TIMEOUT_MS // 4)))
         state["feeder"] = False
         if not state["feeding"]:
             return
@@ -145,14 +156,15 @@ def check_safe_mode(cause=None):
 
     ``cause``: ``seam.reset_cause()`` (default). A crash is counted when the app was running
     (``app_running``) and the reset was not asked for: "hard" (a panic, the app's own
-    reset after repeated failures, the reset pin) or "watchdog". Boots where the app never
+    ``machine.reset()`` after repeated failures) or "watchdog". Boots where the app never
     ran (mpremote's soft resets run ``/boot.py`` only) and soft resets leave the count
-    alone; a power-on starts it at 0 (the device's RTC memory is blank then). The app is
+    alone; a power-on starts it at 0 (the device's RTC memory is blank then): the S3's
+    RST button is one, so pressing it is never a crash and clears a count. The app is
     not running at boot: the mark is cleared.
     """
     cause = cause or seam.reset_cause()
     n, ran, armed = _load()
-    if cause == "power":
+    if cause == "power":  # power on, brownout, the RST button (RTC memory is blank then anyway)
         n = 0
     elif ran and cause in ("hard", "watchdog"):
         n += 1
@@ -171,14 +183,40 @@ def check_safe_mode(cause=None):
     return state["safe"]
 
 
+# -- the board's checks -----------------------------------------------------------------
+
+
+def check_board():
+    """Checks that need no network; True when this boot stops in safe mode.
+
+    MicroPython older than 1.26: a warning on the console (it runs, but crashes the S3
+    is known for are not fixed there). No PSRAM (``seam.ram()``; the PSRAM region
+    is missing from ``esp32.idf_heap_info``): the message says which image to flash and
+    the boot stops in safe mode, rather than failing later in ``app.init`` or in TLS. A
+    runtime that cannot tell (no ``idf_heap_info``) is not stopped.
+    """
+    v = seam.version()
+    if v and v < (1, 26):
+        log.warn("boot", commands.text("old_mp", "%d.%d.%d" % v))
+    r = seam.ram()
+    if r["internal"] is not None and r["psram"] is None:
+        state["safe"] = True
+        state["reason"] = "no PSRAM"
+        print(commands.text("no_psram"))
+        return True
+    return False
+
+
 # -- WiFi and clock ----------------------------------------------------------------------
 
 
 def run(cause=None):
-    """Bring the board up. Returns True when WiFi and the clock are ready; never raises.
+    """Bring the board up; never raises, never waits for the network. Returns True when
+    WiFi and the clock are ready already (a soft reset with the link up), else False.
 
-    WiFi and NTP go through ``NetKeeper`` (the same upkeep as the I/O thread's), for at
-    most ``_BOOT_WIFI_TRIES`` connection attempts' time; then the app starts either way.
+    Safe mode (``check_safe_mode``) and the board's checks (``check_board``) first; then,
+    with a WiFi network set, the first connection attempt starts (``NetKeeper``'s first
+    tick, without NTP) and boot returns: the I/O thread goes on with it (``state["net"]``).
     ``cause``: as ``check_safe_mode``. After a soft reset that left the app's watchdog
     armed, it is fed from here on (``keep_fed``), safe mode or not.
     """
@@ -189,8 +227,10 @@ def run(cause=None):
         if safe:
             print(commands.text("safe", state["reason"]))
             return False
-        # A panic while WiFi and the clock come up counts as a crash too (a reset loop);
-        # the mark goes when this returns (/main.py sets it again for the app).
+        if check_board():
+            return False
+        # A panic while WiFi starts counts as a crash too (a reset loop); the mark goes
+        # when this returns (/main.py sets it again for the app).
         app_running(True)
         try:
             if not config.get("wifi_ssid"):
@@ -198,12 +238,7 @@ def run(cause=None):
                     log.warn("boot", commands.text("no_wifi"))
                 return False
             k = state["net"] = NetKeeper()  # the I/O thread goes on with it (one "connected" line)
-            t0 = seam.ticks_ms()
-            while not (k.tick(seam.ticks_ms()) and seam.clock_synced()):
-                if seam.ticks_diff(seam.ticks_ms(), t0) > _BOOT_WIFI_TRIES * config.BOOT_WIFI_WAIT_MS:
-                    return False
-                seam.sleep_ms(100)
-            return True
+            return k.tick(seam.ticks_ms(), False) and seam.clock_synced()
         finally:
             app_running(False)
     except KeyboardInterrupt:
@@ -236,8 +271,9 @@ class NetKeeper:
         self.ntp_next_ms = seam.ticks_add(now, _BOOT_NTP_RESYNC_MS if seam.clock_synced() else 0)
         self.wifi_attempts = self.ntp_syncs = 0
 
-    def tick(self, now):
-        """One step of WiFi and NTP upkeep; returns True while WiFi is up."""
+    def tick(self, now, ntp=True):
+        """One step of WiFi and NTP upkeep; returns True while WiFi is up. ``ntp``: False
+        at boot, which must not wait on DNS or a UDP answer."""
         ssid = config.get("wifi_ssid")
         up = bool(self.up)
         if not ssid:
@@ -264,7 +300,7 @@ class NetKeeper:
                 log.info("boot", "wifi %s: %s", ssid, "connected" if up else "down")
             self.up = up
             self.wifi_next_ms = seam.ticks_add(now, wait)
-        if up and seam.ticks_diff(now, self.ntp_next_ms) >= 0:
+        if ntp and up and seam.ticks_diff(now, self.ntp_next_ms) >= 0:
             try:
                 seam.ntp_sync()
                 self.ntp_syncs += 1

@@ -2,7 +2,7 @@
 
 MicroPython has no ``queue`` module and its ``lock.acquire`` takes no timeout, so a
 queue is a list under a ``_thread`` lock, and a waiting ``get`` polls every
-``_BUS_POLL_MS``. One agent thread takes inbound messages in order, so per-chat order is
+``_BUS_POLL_MS`` (``seam.wait_ms``: two FreeRTOS ticks asleep on the board, not spinning). One agent thread takes inbound messages in order, so per-chat order is
 kept. A full queue refuses (``put`` returns False): the caller tells the sender the
 assistant is busy; nothing is dropped silently (../shared/DESIGN.md, "Threads").
 
@@ -45,7 +45,7 @@ class Queue:
         while not self.put(item):
             if seam.ticks_diff(seam.ticks_ms(), t0) >= timeout_ms:
                 return False
-            seam.sleep_ms(_BUS_POLL_MS)
+            seam.wait_ms(_BUS_POLL_MS)
         return True
 
     def get(self, timeout_ms=0):
@@ -57,7 +57,7 @@ class Queue:
                     return self._items.pop(0)
             if seam.ticks_diff(seam.ticks_ms(), t0) >= timeout_ms:
                 return None
-            seam.sleep_ms(_BUS_POLL_MS)
+            seam.wait_ms(_BUS_POLL_MS)
 
     def __len__(self):
         return len(self._items)

@@ -226,7 +226,7 @@ def _do(name, x, a):
                 if m is None:
                     if got is not None and seam.ticks_diff(seam.ticks_ms(), got) > 1500:
                         return None
-                    seam.sleep_ms(50)
+                    seam.wait_ms(50)
                     continue
                 kind = m.get("kind")
                 if kind == "idle":

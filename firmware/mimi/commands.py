@@ -66,17 +66,20 @@ def menu():
 
 
 def status():
-    """Several lines: runtime, LLM (provider, model, address), heap, flash free, uptime,
-    WiFi, Telegram, clock, tokens today."""
+    """Several lines: runtime (MicroPython's version, with a warning below 1.26), LLM
+    (provider, model, address), memory (``heap()``), flash free, uptime, WiFi, Telegram,
+    clock, tokens today."""
     from mimi import VERSION, app, llm
     from mimi.llm import usage
 
     t0 = app.state["started_ms"]
-    s = seam.ticks_diff(seam.ticks_ms(), t0 or 0) // 1000
+    s = seam.elapsed_ms(app.state["started"]) // 1000 if t0 is not None and app.state.get("started") else 0
     tg = app.state["telegram"]
     fl = seam.flash_free()
     fs = app.state.get("feishu")
-    return text("status", VERSION, seam.describe(), llm.describe(), heap(),
+    v = seam.version()
+    return text("status", VERSION, seam.describe() + (" (older than 1.26: update)" if v and v < (1, 26) else ""),
+                llm.describe(), heap(),
                 "%d KB free" % (fl // 1024) if fl is not None else "n/a",
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
                 tg.describe() if tg else "not started", "synced" if seam.clock_synced() else "not set",
@@ -94,10 +97,21 @@ def wifi():
 
 
 def heap():
-    """``"heap: 12345 B used, 67890 B free"`` after a collection ("n/a" on CPython)."""
-    seam.collect()
-    free = seam.mem_free()
-    return "heap: n/a" if free is None else "heap: %d B used, %d B free" % (seam.mem_alloc() or 0, free)
+    """Three lines on RAM (``seam.ram()``, after a collection), in KB: the GC heap (used,
+    free now, and how much more it can take: on the board it grows on demand, so its
+    free figure alone understates it), PSRAM free, and internal RAM free with its largest
+    free block (thread stacks and TLS sessions each need one there). "n/a" where the
+    runtime cannot tell (the GC heap on CPython); on a host the last two are the stand-in's.
+    """
+    r = seam.ram()
+    g = r["gc_grow"]
+    out = "heap: n/a" if r["gc_free"] is None else "heap: %d KB used, %d KB free, %s" % (
+        r["gc_used"] // 1024, r["gc_free"] // 1024, "fixed size" if not g else "can grow by %d KB" % (g // 1024))
+    p = r["psram"]
+    out += "\nPSRAM: " + ("none" if p is None else "%d KB free of %d KB" % (p[1] // 1024, p[0] // 1024))
+    i = r["internal"]
+    return out + "\ninternal RAM: " + ("n/a" if i is None else "%d KB free, largest block %d KB" % (
+        i[1] // 1024, i[2] // 1024))
 
 
 def plain(s):

@@ -57,6 +57,9 @@ APP_WDT_TIMEOUT_MS = const(90000)  # above any single blocking call of the I/O t
 APP_AGENT_STALL_MS = const(900000)  # a turn with no bus activity this long is a hang
 APP_RESTARTS_MAX = const(5)  # thread restarts within the window, then a board reset
 APP_RESTART_PAUSE_MS = const(2000)
+# Each thread's stack (agent and I/O): JSON nesting plus an mbedTLS handshake needs well
+# over the ESP32 port's 5 KB default (README "Threads"); mimi.doctor tries one the same size.
+APP_THREAD_STACK_BYTES = const(16384)
 APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools", "web", "gpio")  # mimi.tools.*
 
 # -- telegram (mimi/channels/telegram.py; issue 5) -------------------------------------
@@ -233,8 +236,10 @@ def is_secret(name):
 
 
 def masked(name):
-    """The setting as it may be shown: secrets as ``abcd****`` (4 characters at most); the
-    proxy with its password as ``****``."""
+    """The setting as it may be shown: a key or token as ``****wxyz`` (its last 4
+    characters, which tell two keys apart; none when it is shorter than 12), a password
+    (``*_pass``) as ``****`` whatever its length, the proxy with its password as ``****``.
+    Other settings as they are."""
     v = get(name)
     if not is_secret(name) or not v:
         return v
@@ -242,6 +247,6 @@ def masked(name):
         from mimi.net import tunnel
 
         return tunnel.shown(v)
-    if len(v) <= 8:
+    if name[-5:] == "_pass" or len(v) < 12:
         return "****"
-    return v[:4] + "****"
+    return "****" + v[-4:]

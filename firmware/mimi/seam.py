@@ -98,7 +98,53 @@ ticks_ms = time.ticks_ms
 ticks_us = time.ticks_us
 ticks_diff = time.ticks_diff
 ticks_add = time.ticks_add
-sleep_ms = time.sleep_ms
+sleep_ms = time.sleep_ms  # exact, but on the ESP32 port it spins its last part: see wait_ms
+_idle = []  # the ESP32 port's empty poll object, made on the first wait_ms
+
+
+def wait_ms(ms):
+    """Wait about ``ms`` without keeping the CPU busy: for the waits of loops that poll
+    (the bus, the I/O loop, back-offs), where a wait may end up to one tick (10 ms) late.
+
+    The ESP32 port's ``time.sleep_ms`` sleeps whole FreeRTOS ticks and spins the rest,
+    under one tick, with the interpreter lock held (ports/esp32/mphalport.c,
+    ``mp_hal_delay_ms``): a quarter of a 20 ms wait, and every other thread stalls
+    meanwhile. ``poll`` with a timeout on an empty poll object waits tick by tick with
+    the lock released (extmod/modselect.c, ``MICROPY_EVENT_POLL_HOOK``). The unix port's
+    ``sleep_ms`` wakes every millisecond (ports/unix/unix_mphal.c), its ``poll`` once,
+    so it waits the same way; CPython sleeps.
+    """
+    if _RT == "cpython" or ms <= 0:
+        return sleep_ms(max(0, ms))
+    if not _idle:
+        import select
+
+        # Nothing registered: it only waits. Shared by the threads: waiting only reads it.
+        _idle.append(select.poll())
+    _idle[0].poll(ms)
+
+
+def moment():
+    """Now, as a start that ``elapsed_ms`` can measure long intervals from (uptime,
+    throttles, TTLs): ``[ticks_ms, wall seconds or None while the clock is unset]``."""
+    return [ticks_ms(), time_s() if clock_synced() else None]
+
+
+def elapsed_ms(m, now_ms=None):
+    """Milliseconds since the ``moment()`` ``m``, right however long ago it was.
+
+    ``ticks_diff`` is right only below half the ticks period: 2^29 ms (6.2 days) on the
+    ESP32 port, where ``ticks_ms`` wraps at 2^30. So past 5 days this counts by the wall
+    clock (whole seconds). A moment taken before NTP set the clock gets its wall time
+    here, on the first call after (within days of it, while the ticks are still right).
+    """
+    d = ticks_diff(ticks_ms() if now_ms is None else now_ms, m[0])
+    if m[1] is None:
+        if clock_synced():
+            m[1] = time_s() - d // 1000
+        return d
+    w = time_s() - m[1]
+    return w * 1000 if w > 432000 else d
 
 
 def time_s():
@@ -171,6 +217,71 @@ mem_free = getattr(gc, "mem_free", _none)
 mem_alloc = getattr(gc, "mem_alloc", _none)
 
 
+# ESP-IDF's heap capability bits (esp_heap_caps.h); esp32.HEAP_DATA is MALLOC_CAP_8BIT.
+_CAP_8BIT = const(1 << 2)
+_CAP_SPIRAM = const(1 << 10)
+_CAP_INTERNAL = const(1 << 11)
+_CAP_DEFAULT = const(1 << 12)
+
+
+def _heap_caps(caps):
+    """(total, free, largest free block) in bytes over the ESP-IDF heap regions that have
+    all of ``caps`` (``esp32.idf_heap_info``, ports/esp32/modesp32.c); None when there are
+    none, or no ``idf_heap_info`` (a runtime without the esp32 module)."""
+    try:
+        import esp32
+
+        regions = esp32.idf_heap_info(caps)
+    except (ImportError, AttributeError, OSError):
+        return None
+    if not regions:
+        return None
+    t = f = big = 0
+    for r in regions:  # (total, free, largest free block, minimum free)
+        t += r[0]
+        f += r[1]
+        big = max(big, r[2])
+    return t, f, big
+
+
+def ram():
+    """RAM in bytes, for status lines, ``cli.heap_info()`` and the PSRAM check. A dict:
+
+    - ``gc_used``, ``gc_free``: the GC heap as it is now (None on CPython).
+    - ``gc_grow``: how much more the GC heap can still take. The ESP32 port's heap starts
+      at 64 KB and adds areas on demand (MICROPY_GC_SPLIT_HEAP_AUTO), each at most the
+      largest free block of the system heap (ports/esp32/gccollect.c
+      ``gc_get_max_new_split``), so ``gc.mem_free()`` understates it: this is that block.
+      0 on the unix port (its heap is fixed by ``-X heapsize``), None on CPython.
+    - ``psram``: (total, free, largest block) of the PSRAM, or None when the board has
+      none (or the image did not find it).
+    - ``internal``: (total, free, largest block) of internal RAM: thread stacks, TLS
+      sessions and WiFi live there.
+    On the host runtimes ``psram`` and ``internal`` are the stand-in's board, not the host.
+    """
+    collect()
+    grow = None
+    if _RT == "esp32":
+        d = _heap_caps(_CAP_DEFAULT)
+        grow = max(0, d[2] - max(2048, d[2] * 13 // 512)) if d else 0  # py/gc.c gc_try_add_heap's overhead
+    elif _RT == "unix":
+        grow = 0
+    return {"gc_used": mem_alloc(), "gc_free": mem_free(), "gc_grow": grow,
+            "psram": _heap_caps(_CAP_SPIRAM | _CAP_8BIT), "internal": _heap_caps(_CAP_INTERNAL | _CAP_8BIT)}
+
+
+def version():
+    """MicroPython's version as a tuple, e.g. (1, 28, 0); None on CPython."""
+    impl = sys.implementation
+    return tuple(impl.version[:3]) if impl.name == "micropython" else None
+
+
+def board():
+    """The board and chip as the firmware names them (``sys.implementation._machine``:
+    "Generic ESP32S3 module with Octal-SPIRAM with ESP32S3"), or the host's platform."""
+    return getattr(sys.implementation, "_machine", None) or sys.platform
+
+
 def flash_free():
     """Free bytes on the file system that holds ``/data`` (``os.statvfs``: fragment size
     times blocks free to users), or None when the runtime cannot tell."""
@@ -182,7 +293,7 @@ def flash_free():
 
 
 def describe():
-    """One line naming the runtime, for status output: e.g. ``MicroPython 1.24.1 (esp32)``."""
+    """One line naming the runtime, for status output: e.g. ``MicroPython 1.28.0 (esp32)``."""
     impl = sys.implementation
     return "%s %d.%d.%d (%s)" % (("MicroPython" if impl.name == "micropython" else "CPython",)
                                  + tuple(impl.version[:3]) + (_RT,))
@@ -319,46 +430,66 @@ _wlan = None
 
 
 def wlan():
-    """The station interface (``network.WLAN(STA_IF)``), activated."""
+    """The station interface (``network.WLAN(STA_IF)``), activated. ``OSError`` when the
+    radio cannot start (``RuntimeError`` from the port becomes one: see ``wifi_connect``)."""
     global _wlan
     if _wlan is None:
         import network
 
-        _wlan = network.WLAN(network.STA_IF)
-        _wlan.active(True)
+        w = network.WLAN(network.STA_IF)
+        try:
+            w.active(True)
+        except RuntimeError as e:
+            raise OSError(str(e))
+        _wlan = w
     return _wlan
 
 
 def wifi_connect(ssid, password, timeout_ms=15000):
-    """Start connecting to ``ssid`` and wait up to ``timeout_ms``; True when connected."""
-    w = wlan()
-    if w.isconnected():
-        return True
-    w.connect(ssid, password)
-    t0 = ticks_ms()
-    while ticks_diff(ticks_ms(), t0) < timeout_ms:
+    """Start connecting to ``ssid`` and wait up to ``timeout_ms`` (0: do not wait); True
+    when connected. ``OSError`` when the radio refuses: the ESP32 port raises
+    ``RuntimeError("Wifi Unknown Error 0x....")`` for an ESP-IDF error it has no name for
+    (ports/esp32/network_common.c), which reaches callers as ``OSError`` too."""
+    try:
+        w = wlan()
         if w.isconnected():
             return True
-        sleep_ms(100)
-    return w.isconnected()
+        w.connect(ssid, password)
+        t0 = ticks_ms()
+        while ticks_diff(ticks_ms(), t0) < timeout_ms:
+            if w.isconnected():
+                return True
+            wait_ms(100)
+        return w.isconnected()
+    except RuntimeError as e:
+        raise OSError(str(e))
 
 
 def wifi_status():
-    """(connected, ip or None, rssi or None)."""
-    w = wlan()
-    if not w.isconnected():
+    """(connected, ip or None, rssi or None); not connected when the radio cannot say."""
+    try:
+        w = wlan()
+        if not w.isconnected():
+            return (False, None, None)
+        ip = w.ifconfig()[0]
+    except (OSError, RuntimeError):
         return (False, None, None)
     try:
         rssi = w.status("rssi")
-    except (OSError, ValueError, TypeError):
+    except (OSError, RuntimeError, ValueError, TypeError):
         rssi = None
-    return (True, w.ifconfig()[0], rssi)
+    return (True, ip, rssi)
 
 
 def wifi_scan():
-    """Visible networks as [(ssid str, rssi dBm, channel)], strongest first."""
+    """Visible networks as [(ssid str, rssi dBm, channel)], strongest first. ``OSError``
+    when the radio refuses (as ``wifi_connect``)."""
     out = []
-    for item in wlan().scan():
+    try:
+        items = wlan().scan()
+    except RuntimeError as e:
+        raise OSError(str(e))
+    for item in items:
         try:
             name = item[0].decode()
         except UnicodeError:
@@ -435,6 +566,53 @@ def loads_view(mv):
 
 thread_id = _thread.get_ident  # an id of the calling thread, for per-thread caches
 
+# A socket timeout's errno: ETIMEDOUT is 110 on Linux and in MicroPython's own table, 116
+# in the newlib the ESP32 port uses (its sockets and mbedTLS raise that one).
+_ETIMEDOUT = (110, 116) if _RT == "esp32" else (110,)
+# One TLS context serves every thread (certs.context): the unix port runs threads without
+# an interpreter lock, and its mbedTLS has no locks of its own, so there handshakes (which
+# draw from the context's random generator) take turns. The ESP32 port's interpreter lock
+# is held across each draw; CPython's ssl locks itself.
+_tls_turn = _thread.allocate_lock() if _RT == "unix" else None
+
+
+def timed_out(e):
+    """True when the exception ``e`` is a socket timeout (errno ETIMEDOUT, either
+    number; CPython's ``TimeoutError``)."""
+    a = getattr(e, "args", ())
+    return isinstance(e, OSError) and (bool(a) and a[0] in _ETIMEDOUT or type(e).__name__ in ("TimeoutError", "timeout"))
+
+
+def _as_timeout(e):
+    """``e`` as this module says a timeout (``OSError(110, "timed out")``), else ``e``."""
+    return OSError(110, "timed out") if timed_out(e) else e
+
+
+def resolve(host, port):
+    """``getaddrinfo`` for a TCP connection to ``host``: a list of
+    ``(family, type, proto, canonname, sockaddr)``. ``OSError`` saying what to fix: no
+    WiFi (on the board, before any DNS), or that ``host`` does not resolve. The ESP32
+    port's sockets are IPv4 only (an IPv6 answer would have no address: TypeError)."""
+    import socket
+
+    if _RT == "esp32" and not wlan().isconnected():
+        raise OSError(pick(_MSG, "wifi") % host)  # what to fix first, not a DNS error
+    try:
+        return socket.getaddrinfo(host, port, socket.AF_INET if _RT == "esp32" else 0, socket.SOCK_STREAM)
+    except OSError as e:  # MicroPython says only "-202", CPython "[Errno -2] Name or service not known"
+        raise OSError(pick(_MSG, "dns") % (host, e))
+
+
+def address(sockaddr):
+    """The host part of a ``resolve`` answer's sockaddr as text ("149.154.167.220"): a
+    tuple on the ESP32 port and CPython, raw ``sockaddr_in`` bytes on the unix port."""
+    if isinstance(sockaddr, tuple):
+        return str(sockaddr[0])
+    b = bytes(sockaddr)
+    if len(b) >= 8 and b[0] == 2:  # AF_INET: family, port, then the 4 address bytes
+        return "%d.%d.%d.%d" % (b[4], b[5], b[6], b[7])
+    return repr(b)
+
 
 class Conn:
     """One TCP connection, maybe TLS, where every wait has a timeout.
@@ -454,13 +632,7 @@ class Conn:
 
         self._poll = None
         err = OSError(pick(_MSG, "none") % host)
-        if _RT == "esp32" and not wlan().isconnected():
-            raise OSError(pick(_MSG, "wifi") % host)  # what to fix first, not a DNS error
-        try:  # the ESP32 port's sockets are IPv4 only (an IPv6 answer has no address: TypeError)
-            ais = socket.getaddrinfo(host, port, socket.AF_INET if _RT == "esp32" else 0, socket.SOCK_STREAM)
-        except OSError as e:  # MicroPython says only "-202", CPython "[Errno -2] Name or service not known"
-            raise OSError(pick(_MSG, "dns") % (host, e))
-        for ai in ais:
+        for ai in resolve(host, port):
             s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
             try:
                 s.settimeout(connect_timeout_ms / 1000)
@@ -470,7 +642,7 @@ class Conn:
                 s.close()
                 if not isinstance(e, OSError):
                     raise
-                err = e
+                err = _as_timeout(e)
         else:
             raise err
         try:  # TCP_NODELAY (IPPROTO_TCP 6, option 1 on Linux and lwIP; the unix port names neither):
@@ -485,14 +657,21 @@ class Conn:
     def start_tls(self, ctx, host, timeout_ms):
         """The TLS handshake over this connection (a tunnel's, or the one just made),
         checking ``host``'s certificate within ``timeout_ms``; errors as ``Conn`` says.
-        The connection is closed on failure."""
+        The connection is closed on failure. Where the runtime needs it, handshakes take
+        turns on the shared context (``_tls_turn``)."""
         s = self.raw
         s.settimeout(timeout_ms / 1000)  # blocking again after a non-blocking read
         self._poll = None  # it watched the plain socket
         try:
-            self.s = ctx.wrap_socket(s, server_hostname=host)
+            if _tls_turn:
+                with _tls_turn:
+                    self.s = ctx.wrap_socket(s, server_hostname=host)
+            else:
+                self.s = ctx.wrap_socket(s, server_hostname=host)
         except (ValueError, OSError) as e:
             s.close()
+            if timed_out(e):
+                raise OSError(110, pick(_MSG, "hs") % (host, "timed out"))
             a = e.args
             code = a[0] if a and isinstance(a[0], int) and a[0] < 0 else 0  # MicroPython: mbedTLS's
             # A refused certificate: MicroPython's ValueError, an mbedTLS X509 code
@@ -533,10 +712,13 @@ class Conn:
     def write(self, data, timeout_ms):
         """Write all of ``data`` (bytes-like); ``OSError`` (timed out) if the peer stalls."""
         self.raw.settimeout(timeout_ms / 1000)
-        if _RT == "cpython":
-            self.s.sendall(data)
-        else:
-            self.s.write(data)
+        try:
+            if _RT == "cpython":
+                self.s.sendall(data)
+            else:
+                self.s.write(data)
+        except OSError as e:
+            raise _as_timeout(e)
 
     def close(self):
         """Close the connection; safe to call twice."""
@@ -575,10 +757,13 @@ def thread_stack_bytes(device_bytes):
 
 
 def reset_cause():
-    """Why the board started: "power", "hard" (reset pin, ``machine.reset()``, a panic),
-    "watchdog", "soft" (Ctrl-D, mpremote), "deepsleep" or "unknown".
+    """Why the board started: "power" (power on, a brownout, and the S3's RST/EN button,
+    which resets the whole chip as a power-on does), "hard" (``machine.reset()``, a
+    panic), "watchdog", "soft" (Ctrl-D, mpremote), "deepsleep" or "unknown".
 
-    From ``machine.reset_cause()``; the host stand-in always says "power".
+    From ``machine.reset_cause()`` (ports/esp32/modmachine.c maps ESP_RST_POWERON and
+    ESP_RST_BROWNOUT to PWRON_RESET, ESP_RST_SW and ESP_RST_PANIC to HARD_RESET); the
+    host stand-in always says "power".
     """
     import machine
 

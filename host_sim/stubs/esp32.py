@@ -6,9 +6,45 @@ and ``commit``. As on the device, a missing key raises ``OSError(ENOENT)``, a bl
 into a too-small buffer raises ``OSError`` (ESP_ERR_NVS_INVALID_LENGTH), keys are at most
 15 characters, and changes reach flash only on ``commit()``. The store is the file
 ``nvs.json`` in the flash folder (outside ``/data``, like the device's NVS partition).
+
+``idf_heap_info(capabilities)`` describes the ESP-IDF heap regions of an ESP32-S3 with
+2 MB of quad PSRAM at the REPL (figures as such a board shows them; they do not move).
+``MIMI_SIM_PSRAM`` (KB, read at each call; default 2048) sets the PSRAM's size, ``0`` a
+board without PSRAM (or an octal module running the standard image, which does not find it).
 """
 import json
+import os
 import _simflash
+
+# Capability bits of ESP-IDF's esp_heap_caps.h; the port exports two of them.
+_CAP_EXEC, _CAP_32BIT, _CAP_8BIT, _CAP_DMA = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_CAP_SPIRAM, _CAP_INTERNAL, _CAP_DEFAULT = 1 << 10, 1 << 11, 1 << 12
+HEAP_DATA = _CAP_8BIT
+HEAP_EXEC = _CAP_EXEC
+_INTERNAL = _CAP_8BIT | _CAP_32BIT | _CAP_DMA | _CAP_INTERNAL | _CAP_DEFAULT
+# (capabilities, total, free, largest free block, minimum free) per region: DRAM, D/IRAM,
+# RTC fast memory; then PSRAM, where the GC heap's first 64 KB area already is.
+_REGIONS = ((_INTERNAL, 229376, 206848, 110592, 198656),
+            (_INTERNAL | _CAP_EXEC, 89088, 70656, 65536, 69632),
+            (_CAP_8BIT | _CAP_32BIT | _CAP_INTERNAL | _CAP_EXEC, 7936, 7680, 7680, 7680))
+_GC_FIRST_AREA = 65536 + 2048
+
+
+def _regions():
+    kb = int(os.getenv("MIMI_SIM_PSRAM") or 2048)
+    if kb <= 0:
+        return _REGIONS
+    total = kb * 1024
+    free = total - _GC_FIRST_AREA
+    return _REGIONS + ((_CAP_8BIT | _CAP_32BIT | _CAP_SPIRAM | _CAP_DEFAULT, total, free, free - 4096, free),)
+
+
+def idf_heap_info(capabilities):
+    """``[(total, free, largest free block, minimum free), ...]`` in bytes, one tuple per
+    heap region that has every bit of ``capabilities`` (``HEAP_DATA``, ``HEAP_EXEC`` or
+    any ``MALLOC_CAP_*`` bits), as ports/esp32/modesp32.c returns them."""
+    caps = int(capabilities)
+    return [r[1:] for r in _regions() if r[0] & caps == caps]
 
 _ENOENT = 2
 _ERR_INVALID_LENGTH = -0x110C  # ESP_ERR_NVS_INVALID_LENGTH

@@ -3,7 +3,16 @@
 Follows https://docs.micropython.org/en/latest/library/network.WLAN.html. The host is
 "connected" a moment after ``connect()``; tests set ``FAIL_CONNECTS`` to make that many
 attempts fail first (to exercise boot's retry), and ``SCAN`` to change what ``scan()`` sees.
+
+``MIMI_SIM_WIFI`` (read at each use) plays a network that is not there:
+- ``never``: ``connect()`` leaves the link connecting for ever (a wrong password, a
+  5 GHz-only network);
+- ``delay:N``: the link comes up N seconds after the first ``connect()`` of this process
+  (slow DHCP, an access point still booting); connecting again does not restart the wait;
+- ``error``: ``connect()`` raises ``RuntimeError("Wifi Unknown Error 0x3001")``, as the
+  ESP32 port does for an ESP-IDF error it has no name for (ports/esp32/network_common.c).
 """
+import os
 import time
 
 STA_IF = 0
@@ -18,7 +27,15 @@ STAT_CONNECT_FAIL = 203
 FAIL_CONNECTS = 0
 SCAN = [(b"mimi-sim-wifi", b"\x02\x00\x00\x00\x00\x01", 6, -48, 3, False)]
 
-_state = {"active": False, "status": STAT_IDLE, "ssid": None}
+_state = {"active": False, "status": STAT_IDLE, "ssid": None, "first": None}
+
+
+def _sim():
+    """(mode, seconds) from ``MIMI_SIM_WIFI``: ("", 0), ("never", 0), ("delay", N), ("error", 0)."""
+    v = (os.getenv("MIMI_SIM_WIFI") or "").strip()
+    if v.startswith("delay:"):
+        return "delay", float(v[6:])
+    return v, 0
 
 
 class WLAN:
@@ -39,18 +56,27 @@ class WLAN:
             FAIL_CONNECTS -= 1
             _state["status"] = STAT_NO_AP_FOUND
             return
+        mode, _ = _sim()
+        if mode == "error":
+            raise RuntimeError("Wifi Unknown Error 0x3001")
+        if _state["first"] is None:
+            _state["first"] = time.time()
         _state["ssid"] = ssid
-        _state["status"] = STAT_GOT_IP
+        _state["status"] = STAT_CONNECTING if mode in ("never", "delay") else STAT_GOT_IP
 
     def disconnect(self):
         _state["status"] = STAT_IDLE
 
     def isconnected(self):
-        return _state["status"] == STAT_GOT_IP
+        return self.status() == STAT_GOT_IP
 
     def status(self, param=None):
         if param == "rssi":
             return -48
+        if _state["status"] == STAT_CONNECTING:
+            mode, wait_s = _sim()
+            if mode == "" or mode == "delay" and time.time() - _state["first"] >= wait_s:
+                _state["status"] = STAT_GOT_IP
         return _state["status"]
 
     def scan(self):

@@ -95,3 +95,21 @@ def test_the_command_prints_every_figure():
     for what in ("firmware time per turn", "peak GC heap during a turn", "context build", "session load",
                  "100,000-line file", "written to flash per turn"):
         assert what in p.stdout, p.stdout
+
+
+def test_bench_idle_counts_the_idle_waits_and_the_spin_they_cost_on_the_chip():
+    # tools/bench_idle.py: the app idles against the fake Telegram (long poll held open).
+    # Both runs count the same waits; only the sleep_ms one spins on the chip (model).
+    p = subprocess.run([sys.executable, os.path.join(hostenv.ROOT, "tools", "bench_idle.py"), "3"],
+                       capture_output=True, text=True, timeout=180, cwd=hostenv.ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = {}
+    for ln in p.stdout.splitlines():
+        if ln.startswith(("time.sleep_ms", "seam.wait_ms")):
+            cells = ln.split(")", 1)[1].split()
+            rows[ln.split()[0]] = [float(c) for c in cells]
+    before, now = rows["time.sleep_ms"], rows["seam.wait_ms"]
+    assert before[0] > 600 and now[0] > 600  # I/O passes per idle minute: the loop ran
+    assert before[-1] >= 5 * before[1] * 0.9  # each wait of 10 ms or more spins 5 ms on average
+    assert now[-1] == 0
+    assert "0.0 s now" in p.stdout

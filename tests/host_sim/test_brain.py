@@ -130,3 +130,36 @@ def test_a_daily_reminder_becomes_a_cron_job(fmt):
     assert "added j3" in r["text"] and r["calls"] == []
     r = brain.think(fmt([("user", "remind me every day at 8 to water the plants")]))  # no cron_add offered
     assert r["calls"] == [] and "not offered" in r["text"]
+
+
+@BOTH
+def test_a_reminder_in_some_minutes_is_a_job_that_runs_once(fmt):
+    import time
+
+    tools = TOOLS + ["cron_add"]
+    system = SYSTEM + "Local time: Monday 2026-01-05 14:30 (UTC+08:00, mode: work).\n"
+    before = time.time()
+    r = brain.think(fmt([("user", "remind me in 2 minutes to take the bread out")], system=system, tools=tools))
+    after = time.time()
+    (name, args), = r["calls"]
+    assert name == "cron_add" and args["kind"] == "at"
+    assert args["text"] == "Remind the owner to take the bread out (send_message)"
+    # The first whole minute at least 2 minutes from now, in the board's time zone (UTC+8).
+    wants = {time.strftime("%Y-%m-%d %H:%M", time.gmtime((int(t) + 120 + 59) // 60 * 60 + 8 * 3600))
+             for t in (before, after)}
+    assert args["at"] in wants, (args, wants)
+
+
+@BOTH
+def test_a_due_job_is_answered_with_the_reminder_not_the_generic_text(fmt):
+    # The message the firmware's cron service gives the model (texts.md "## cron").
+    from mimi import commands
+
+    due = commands.text("cron", "j7", "once", "Remind the owner to water the plants (send_message)")
+    r = brain.think(fmt([("user", due)]))
+    assert r["calls"] == []
+    assert r["text"] == brain.MARK + " Reminder: water the plants (scheduled job j7, once)", r["text"]
+    other = commands.text("cron", "j8", "daily at 08:00 (local)", "Check the greenhouse door")
+    r = brain.think(fmt([("user", other)]))
+    assert "Reminder: Check the greenhouse door (scheduled job j8, daily at 08:00 (local))" in r["text"]
+    assert "I am not a model" not in r["text"]

@@ -70,6 +70,36 @@ def test_on_a_terminal_keys_go_raw_and_ctrl_bracket_quits_restoring_the_terminal
     os.close(slave)
 
 
+def test_multi_line_output_ends_each_line_with_cr_lf_as_a_board_does(vboard):
+    # The console's terminal is raw (no \n -> \r\n there): a bare \n would be a staircase.
+    master, slave = os.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "host_sim", "console", "--port", vboard.port], cwd=ROOT,
+                         stdin=slave, stdout=slave, stderr=slave)
+    try:
+        assert b"Ctrl-] quits" in _read_until(master, b"Ctrl-] quits")
+        os.write(master, b"print('one\\ntwo\\nthree')\r")
+        out = _read_until(master, b"three\r\n>>> ")
+        os.write(master, b"\x1d")
+        assert p.wait(10) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.close(master)
+        os.close(slave)
+    assert b"one\r\ntwo\r\nthree\r\n>>> " in out, out
+    assert b"\n" not in out.replace(b"\r\n", b""), out  # no bare \n anywhere, the banner's included
+
+
+def test_cooked_turns_bare_newlines_into_cr_lf_across_chunks():
+    from host_sim.vboard import cooked
+
+    assert cooked(b"a\nb\r\nc\n") == b"a\r\nb\r\nc\r\n"
+    # A \r\n split between two reads stays one line end.
+    assert cooked(b"x\r") + cooked(b"\ny", after_cr=True) == b"x\r\ny"
+    assert cooked(b"\ny") == b"\r\ny"
+
+
 def test_a_bad_or_closed_port_is_a_clear_error(capsys):
     assert console.run("/dev/ttyACM0") == 2
     assert "mpremote connect /dev/ttyACM0 repl" in capsys.readouterr().err

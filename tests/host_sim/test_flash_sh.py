@@ -385,3 +385,143 @@ def test_a_missing_mpremote_stops_with_how_to_install_it(tmp_path, args):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "is not installed" in p.stderr and 'pip install -e ".[dev]"' in p.stderr, p.stderr
     assert "command not found" not in p.stderr and "Deploying" not in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("wifi", ["never", "delay:40"])
+def test_every_command_works_while_the_network_is_missing_or_slow(tmp_path, wifi):
+    # MicroPython runs /boot.py on each soft reset, mpremote's too, and mpremote waits 10 s
+    # for the raw REPL: a boot that waited for WiFi (a wrong password, a 5 GHz network,
+    # slow DHCP, NTP blocked) would lock flash.sh out, config included, which fixes it.
+    from vbclient import VBoard
+
+    flash = tmp_path / "board"
+    flash.mkdir()
+    b = VBoard(flash, env={"MIMI_SIM_WIFI": wifi, "MIMI_SIM_NTP": "never"})
+    try:
+        flash_sh("--port", b.port, "deploy", "--files")
+        flash_sh("--port", b.port, "config", "wifi_ssid=Sim Net", "wifi_pass=FAKE-wrong-pass")
+        # From here every soft reset runs a boot.py with WiFi set that cannot connect.
+        p = flash_sh("--port", b.port, "seed", timeout=60)
+        assert "Seed: copied" in p.stdout, p.stdout + p.stderr
+        p = flash_sh("--port", b.port, "deploy", "--files", timeout=60)
+        assert "Deployed." in p.stdout, p.stdout + p.stderr
+        flash_sh("--port", b.port, "config", "tz=+8", timeout=60)
+        flash_sh("--port", b.port, "reset", timeout=60)
+        # The assistant started without the network; WiFi is the I/O thread's to bring up.
+        got = _board_exec(b.port, "from mimi import app, boot, seam\n"
+                          "print(app.running(), boot.state['net'].wifi_attempts >= 1, seam.wifi_status()[0])")
+        assert got == "True True False", got
+        nvs = {k: bytes.fromhex(v[1]).decode() for k, v in json.load(open(flash / "nvs.json"))["mimi"].items()}
+        assert nvs["wifi_ssid"] == "Sim Net" and nvs["tz"] == "+08:00"
+    finally:
+        b.stop()
+
+
+class _TLSCounter:
+    """A TLS server on 127.0.0.1 that counts the handshakes that completed, then hangs up."""
+
+    def __init__(self, certs):
+        import socket
+        import ssl
+        import threading
+
+        self.handshakes = 0
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(certs["cert"], certs["key"])
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(8)
+        self.url = "https://localhost:%d" % self.ls.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            try:
+                c.settimeout(10)
+                t = self.ctx.wrap_socket(c, server_side=True)
+                self.handshakes += 1
+                t.close()
+            except OSError:
+                c.close()
+
+    def close(self):
+        self.ls.close()
+
+
+def test_doctor_reports_on_the_board_and_changes_nothing(vboard):
+    import certgen
+
+    board = vboard.flash
+    c = certgen.make()
+    tg, llm = _TLSCounter(c), _TLSCounter(c)
+    try:
+        flash_sh("--port", vboard.port, "deploy", "--files")
+        flash_sh("--port", vboard.port, "seed")  # the shipped bundle; the test CA beside it
+        (board / "data" / "certs" / "local.pem").write_bytes(open(c["ca"], "rb").read())
+        flash_sh("--port", vboard.port, "config", "wifi_ssid=mimi-sim-wifi", "wifi_pass=FAKE-doctor-pass",
+                 "tg_token=123456:FAKE-doctor", "tg_api_base=" + tg.url, "provider=anthropic",
+                 "api_key=sk-ant-FAKE-doctor", "base_url=" + llm.url, "allowed_chats=42")
+        flash_sh("--port", vboard.port, "reset")
+        before = json.loads((board / "nvs.json").read_text())
+        files = _files(board / "data")
+        tg0 = tg.handshakes  # the running assistant's own polls, if any
+        p = flash_sh("--port", vboard.port, "doctor", check=False, timeout=90)
+        out = p.stdout
+        assert p.returncode == 0 and "doctor: all OK" in out, out + p.stderr
+        lines = out.splitlines()
+        for want in ("OK   MicroPython 1.", "OK   PSRAM: ", "OK   internal RAM: ", "OK   GC heap: ", "OK   flash: ",
+                     "OK   WiFi: connected to mimi-sim-wifi, address 127.0.0.1, signal -48 dBm", "OK   clock: 20",
+                     "OK   settings store (NVS): write, read back, erase",
+                     "OK   DNS localhost: 127.0.0.1 in ", "OK   TLS localhost:%s: handshake in " % tg.url.rsplit(":", 1)[1],
+                     "OK   TLS localhost:%s: handshake in " % llm.url.rsplit(":", 1)[1],
+                     "OK   thread with a 64 KB stack (",
+                     "OK   settings set: allowed_chats, api_key, base_url, key_anthropic, provider, tg_api_base, "
+                     "tg_token, wifi_pass, wifi_ssid"):
+            assert any(ln.startswith(want) for ln in lines), (want, out)
+        assert "FAKE" not in out + p.stderr  # names, never values
+        print(out)  # the report, for the record (pytest -s)
+        assert llm.handshakes == 2 and tg.handshakes >= tg0 + 1  # its own, done on the board
+        # Nothing changed: the settings store and /data are as they were, and the
+        # assistant still runs (resume: no soft reset).
+        assert json.loads((board / "nvs.json").read_text()) == before and _files(board / "data") == files
+        got = _board_exec(vboard.port, "from mimi import app\nprint(app.running())")
+        assert got == "True", got
+    finally:
+        tg.close()
+        llm.close()
+
+
+def test_doctor_without_mimi_on_the_board_says_deploy(vboard):
+    p = flash_sh("--port", vboard.port, "doctor", check=False)
+    assert p.returncode == 1 and "FIX  mimi is not on this board" in p.stdout and "flash.sh deploy" in p.stdout, \
+        p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("args", [["deploy"], ["seed"], ["reset"], ["repl"], ["config", "tz=+8"]])
+def test_nothing_listening_on_a_socket_port_says_how_to_start_the_virtual_board(tmp_path, args):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))  # a port of ours that nobody listens on
+    port = "socket://127.0.0.1:%d" % s.getsockname()[1]
+    mpremote, mlog = _recorder(tmp_path, "mpremote")
+    try:
+        p = flash_sh("--port", port, *args, env=_env(MPREMOTE=mpremote), check=False)
+    finally:
+        s.close()
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.count("\n") == 1 and "nothing is listening on " + port in p.stderr, p.stderr
+    assert "python3 -m host_sim vboard --flash DIR --port %s" % port.rsplit(":", 1)[1] in p.stderr
+    assert not mlog.exists()
+
+
+def test_config_never_echoes_an_argument_that_may_be_a_password(tmp_path):
+    mpremote, mlog = _recorder(tmp_path, "mpremote")
+    p = flash_sh("--port", "socket://127.0.0.1:9", "config", "wifi_ssid=Home", "FAKE-pass-word",
+                 env=_env(MPREMOTE=mpremote), check=False)
+    assert p.returncode == 2 and "argument 2 (no '='): expected NAME=VALUE" in p.stderr, p.stderr
+    assert "FAKE" not in p.stdout + p.stderr and not mlog.exists()

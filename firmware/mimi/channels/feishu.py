@@ -341,10 +341,10 @@ class Feishu:
                 return
             log.info("fs", "denied %s", cid)
             last = self.told.get(cid)
-            if last is None or seam.ticks_diff(now, last) >= config.TG_DENY_REPLY_MS:
+            if last is None or seam.elapsed_ms(last, now) >= config.TG_DENY_REPLY_MS:
                 if last is None and len(self.told) >= config.TG_DENY_CHATS_MAX:
                     del self.told[min(self.told, key=self.told.get)]
-                self.told[cid] = now
+                self.told[cid] = seam.moment()  # a moment: weeks may pass
                 self.queue_text(cid, commands.text("deny", cid, cid), True)
             return
         if not t:

@@ -159,7 +159,8 @@ class Telegram:
         self.keeps = None  # (poll, other calls): their kept connections (http.Keep), made on first use
         self.held = None  # updates received, acted on once the next poll confirmed them
         self.limit = config.TG_POLL_LIMIT
-        self.saved_ms = self.poll_at = self.send_at = self.typing_at = seam.ticks_ms()  # *_at: when due
+        self.poll_at = self.send_at = self.typing_at = seam.ticks_ms()  # *_at: when due
+        self.saved = seam.moment()  # when the offset was last stored (maybe days ago)
         self.backoff_ms = config.TG_BACKOFF_MIN_MS
         self.errors = self.dropped = 0  # failed polls, replies given up
         self.why = ""  # the last failure, for describe()
@@ -267,12 +268,12 @@ class Telegram:
         """Store the offset when enough updates or time passed (or ``force``)."""
         now = seam.ticks_ms()
         if not self.unsaved or self.me is None or not force and self.unsaved < config.TG_OFFSET_SAVE_EVERY \
-                and seam.ticks_diff(now, self.saved_ms) < _TG_OFFSET_SAVE_MS:
+                and seam.elapsed_ms(self.saved, now) < _TG_OFFSET_SAVE_MS:
             return
         try:
             seam.store_set(config.TG_OFFSET_KEY, "%s:%d" % (self.me["id"], self.offset))
             self.unsaved = 0
-            self.saved_ms = now
+            self.saved = seam.moment()
         except (OSError, ValueError) as e:
             log.warn("tg", "offset: %s", e)
 
@@ -564,11 +565,11 @@ class Telegram:
                         last = told.get(cid)
                         if last is None and len(told) >= config.TG_DENY_CHATS_MAX:
                             for c in list(told):
-                                if seam.ticks_diff(now, told[c]) >= config.TG_DENY_REPLY_MS:
+                                if seam.elapsed_ms(told[c], now) >= config.TG_DENY_REPLY_MS:
                                     del told[c]
                         if (len(told) < config.TG_DENY_CHATS_MAX if last is None else
-                                seam.ticks_diff(now, last) >= config.TG_DENY_REPLY_MS):
-                            told[cid] = now
+                                seam.elapsed_ms(last, now) >= config.TG_DENY_REPLY_MS):
+                            told[cid] = seam.moment()  # a moment: weeks may pass
                             self.queue_text(cid, commands.text("deny", base, base), True)
                         continue
                     self.blocked.discard(base)  # it writes again: it has unblocked the bot

@@ -44,8 +44,7 @@ _MSG = const("|400 the request was refused|401 the API key was rejected|403 the 
              "|reach could not reach %s (%s)|wait %s; try again later (in %d s)"
              "|mute %s did not answer within %d s"
              "|big the reply was larger than the %d KB I can hold|")
-# Reasons an error may give, found by words in its type, code or message: (words, what the chat reads).
-_sleep_ms = seam.sleep_ms  # tests patch this
+_sleep_ms = seam.wait_ms  # tests patch this
 _keep = None  # the LLM's kept connection (http.Keep), made on the first call
 
 
@@ -101,7 +100,7 @@ class Provider:
                     raise LLMError(pick(_MSG, "mute") % (host, (seam.ticks_diff(seam.ticks_ms(), t0) + 999) // 1000),
                                    None, True)
                 err = LLMError(s[:160] if s.startswith("proxy ") else  # it names the proxy and the cause
-                               pick(_MSG, "reach") % (host, "timed out" if (e.args and e.args[0] == 110) or
+                               pick(_MSG, "reach") % (host, "timed out" if seam.timed_out(e) or
                                                       "timed out" in s else s[:80] or type(e).__name__), None, True)
                 if isinstance(e, seam.TLSError):
                     raise LLMError(pick(_MSG, "tls") % s)

@@ -18,7 +18,7 @@ _USAGE_DAYS = const(14)  # days of token counts kept
 
 _TAG = const("usage")
 _days = None  # loaded on first use
-_saved_ms = None
+_saved = None
 _dirty = False
 
 
@@ -58,18 +58,18 @@ def add(tokens, calls=1):
 def save(force=True):
     """Write the counts if they changed (``force=False``: only when ``_USAGE_SAVE_S`` has
     passed since the last write). A failed write is logged and tried again later."""
-    global _saved_ms, _dirty
+    global _saved, _dirty
     if not _dirty:
         return
     now = seam.ticks_ms()
-    if not force and (_saved_ms is None or seam.ticks_diff(now, _saved_ms) < _USAGE_SAVE_S * 1000):
-        if _saved_ms is None:
-            _saved_ms = now  # first count since boot: start the clock, write later
+    if not force and (_saved is None or seam.elapsed_ms(_saved, now) < _USAGE_SAVE_S * 1000):
+        if _saved is None:
+            _saved = seam.moment()  # first count since boot: start the clock, write later
         return
     try:
         fs.write(config.USAGE_PATH, json.dumps(_days))
         _dirty = False
-        _saved_ms = now
+        _saved = seam.moment()
     except OSError as e:
         log.exc(_TAG, "save", e)
 
@@ -86,6 +86,6 @@ def summary():
 
 def forget():
     """Drop what is in RAM (tests; the file stays)."""
-    global _days, _saved_ms, _dirty
-    _days = _saved_ms = None
+    global _days, _saved, _dirty
+    _days = _saved = None
     _dirty = False

@@ -4,10 +4,11 @@
 api.anthropic.com, api.openai.com, api.telegram.org; README "LLM providers and HTTP");
 the owner may drop more ``*.pem`` files beside it for a self-hosted server. The unix
 port's mbedTLS cannot parse PEM, so each certificate is decoded to DER here and handed
-to ``seam.tls_context`` one by one. A context is built once per thread and reused by
-that thread's connections (MicroPython's context holds the random generator its
-handshakes draw from, and the unix port runs threads without a global lock, so two
-threads never share one); ``reset()`` after adding a file. Each costs about 3 KB.
+to ``seam.tls_context`` one by one. One context is built on first use and shared by
+every thread's connections (``seam.Conn`` keeps handshakes from drawing on its random
+generator at once where the runtime needs that); ``reset()`` after adding a file. Its
+parsed roots live in internal RAM on the board, about 2.5 KB each (docs/heap.md,
+"Internal RAM"): one store, not one per thread.
 """
 import binascii
 
@@ -20,8 +21,13 @@ _TAG = const("tls")
 _LINE_MAX = const(256)  # PEM lines are 64 characters; longer ones are not PEM
 _CERT_B64_MAX = const(8192)  # base64 of one certificate (a 4096-bit root is about 1.9 KB)
 
-_ctxs = {}  # thread id -> context
-reset = _ctxs.clear  # forget the built contexts (after a certificate file was added or removed)
+_ctx = []  # the context, once built
+_build = seam.allocate_lock()  # two threads' first requests build it once
+
+
+def reset():
+    """Forget the built context (after a certificate file was added or removed)."""
+    del _ctx[:]
 
 
 def files(folder=config.CERTS_DIR):
@@ -83,17 +89,18 @@ def ders(paths):
 
 
 def context():
-    """This thread's verifying TLS context, built on its first use from ``files()``.
+    """The verifying TLS context all threads share, built on its first use from ``files()``.
 
     Raises ``seam.TLSError`` when no certificate could be loaded (then no HTTPS request
     can be verified: the message says where the bundle belongs).
     """
-    tid = seam.thread_id()
-    ctx = _ctxs.get(tid)
-    if ctx is None:
-        ctx, n, bad = seam.tls_context(ders(files()))
-        if not n:
-            raise seam.TLSError("no CA certificates in %s" % config.CERTS_DIR)
-        log.info(_TAG, "%d of %d CA certificates loaded", n, n + bad)
-        _ctxs[tid] = ctx
-    return ctx
+    if _ctx:
+        return _ctx[0]
+    with _build:
+        if not _ctx:
+            ctx, n, bad = seam.tls_context(ders(files()))
+            if not n:
+                raise seam.TLSError("no CA certificates in %s" % config.CERTS_DIR)
+            log.info(_TAG, "%d of %d CA certificates loaded", n, n + bad)
+            _ctx.append(ctx)
+    return _ctx[0]

@@ -18,7 +18,7 @@ from mimi.storage import fs
 # Tunables (config.py holds those shared by several modules and the settings).
 _SKILLS_HEAD_BYTES = const(1024)  # bytes of a skill read to find its title and summary
 
-_cache = [None, 0, 0]  # index text, its cap, ticks_ms when built
+_cache = [None, 0, None]  # index text, its cap, when built (seam.moment)
 
 
 def names():
@@ -86,7 +86,7 @@ def index(cap=None):
     cap = cap or config.SKILLS_INDEX_MAX_BYTES
     now = seam.ticks_ms()
     if _cache[0] is not None and _cache[1] == cap and \
-            seam.ticks_diff(now, _cache[2]) < config.SKILLS_INDEX_TTL_S * 1000:
+            seam.elapsed_ms(_cache[2], now) < config.SKILLS_INDEX_TTL_S * 1000:
         return _cache[0]
     all_names = names()
     out = []
@@ -113,5 +113,5 @@ def index(cap=None):
     text = "".join(out)
     _cache[0] = text
     _cache[1] = cap
-    _cache[2] = now
+    _cache[2] = seam.moment()
     return text
