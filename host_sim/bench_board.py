@@ -29,6 +29,10 @@ import mimi.llm as llm  # noqa: E402
 from mimi import config, seam  # noqa: E402
 
 seam.set_flash_root(os.getenv("MIMI_FLASH"))
+# The board's LittleFS has no symbolic links: the check of them a desktop's flash folder gets
+# on this runtime is not the board's cost (nor its garbage), so it is off here.
+seam._links = None
+config.set("owner_chat", "1001")  # the turns are the owner's (what the other chats may: docs/trust.md)
 llm.init()
 from mimi.agent.context import Context  # noqa: E402
 

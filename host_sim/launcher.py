@@ -216,8 +216,19 @@ def _token(v):
     return v
 
 
+def _one_of(*choices):
+    def check(v):
+        v = v.strip().lower()
+        if v not in choices:
+            raise ValueError("one of " + ", ".join(choices))
+        return v
+    return check
+
+
 _CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
-           "proxy": _proxy, "feishu_domain": _url, "feishu_app_id": _plain}
+           "proxy": _proxy, "feishu_domain": _url, "feishu_app_id": _plain,
+           # who sees the owner's memory, where other chats may send (docs/trust.md)
+           "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all")}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)
 
 

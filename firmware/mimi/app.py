@@ -359,8 +359,10 @@ def route(msg):
         if asking[0]:
             if len(inbox) < 32:
                 inbox.append(msg)
-        elif msg.get("kind") == "text":
-            out("\n[mimi] %s" % msg.get("text", ""))
+        elif msg.get("kind") == "text":  # shown, not obeyed: no escape sequence from a chat, no key
+            from mimi import guard
+
+            out("\n[mimi] %s" % log.visible(guard.redact(msg.get("text", ""))))
         return True
     log.warn("app", "dropped %s", ch)
     return True

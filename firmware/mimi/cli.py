@@ -18,7 +18,7 @@ each one does, and the module's ``__getattr__`` gives each as a function.
 """
 from micropython import const
 
-from mimi import commands, config, seam
+from mimi import commands, config, log, seam
 
 # Tunables (config.py holds those shared by several modules and the settings).
 _CLI_ASK_TIMEOUT_MS = const(300000)
@@ -70,7 +70,7 @@ def _run(name, a, spec=None):
     if r == []:
         r = commands.text("none_" + name)
     for line in r if isinstance(r, list) else () if r is None else (r,):
-        out(line)
+        out(log.visible(line))  # files a chat wrote (memory_read, skill_show): shown, not obeyed
 
 
 def _do(name, x, a):
@@ -118,6 +118,10 @@ def _do(name, x, a):
             from mimi import clock
 
             clock.set_tz(x)
+        elif verb == "share_memory" or verb == "cross_chat":  # docs/trust.md
+            if x not in ("none", "all", "people" if verb == "share_memory" else "owner"):
+                raise TypeError(verb)
+            config.set(verb, x)
         elif verb in ("proxy", "no_proxy"):
             from mimi.net import tunnel
 
@@ -227,11 +231,11 @@ def _do(name, x, a):
                 kind = m.get("kind")
                 if kind == "idle":
                     return None
-                if kind == "text":
-                    out(m.get("text"))
+                if kind == "text":  # shown, not obeyed (mimi.log.visible)
+                    out(log.visible(m.get("text")))
                     got = seam.ticks_ms()
                 elif kind == "note":
-                    out("(%s)" % m.get("text"))
+                    out("(%s)" % log.visible(m.get("text")))
             return commands.text("no_reply")
         finally:
             app.asking[0] = False

@@ -171,18 +171,22 @@ def new_session(key):
         return "error: %s" % e
 
 
-def memory(cap=3000):
-    """The long-term memory (MEMORY.md), at most ``cap`` bytes (cut at a character)."""
+def memory(cap=3000, turn=None):
+    """The long-term memory (MEMORY.md), at most ``cap`` bytes (cut at a character). For a
+    ``turn`` (``{"channel", "chat_id"}``) of a chat other than the owner's: that chat's own
+    notes, unless the owner shares theirs (``mimi.policy``)."""
+    from mimi import policy
     from mimi.storage import fs
 
+    path = policy.memory_dir(turn) + "/MEMORY.md" if turn else config.MEMORY_PATH
     try:
-        t, cut, _ = fs.read_text(config.MEMORY_PATH, cap)
+        t, cut, _ = fs.read_text(path, cap)
     except fs.NotFound:
         t, cut = "", False
     except (OSError, ValueError) as e:
         return "error: %s" % e
     if not t.strip():
-        return text("mem_empty")
+        return text("mem_empty") if path == config.MEMORY_PATH else text("memory_of_this_chat", path)
     return t + "\n" + text("mem_more") if cut else t
 
 
@@ -217,7 +221,7 @@ def run(text_, channel, chat_id):
 
         return new_session(sessions.key_for(channel, chat_id))
     if name == "memory":
-        return memory()
+        return memory(turn={"channel": channel, "chat_id": str(chat_id)})
     return None
 
 

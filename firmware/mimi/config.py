@@ -80,7 +80,7 @@ TG_CONFLICT_BACKOFF_MS = const(30000)  # 409: another poller or a webhook
 TG_AUTH_BACKOFF_MS = const(300000)  # 401: the token is wrong
 TG_RETRY_AFTER_MAX_S = const(300)
 TG_DENY_REPLY_MS = const(600000)  # one answer per stranger per 10 minutes
-TG_DENY_CHATS_MAX = const(16)
+TG_DENY_CHATS_MAX = const(16)  # strangers answered per TG_DENY_REPLY_MS; more wait for the period to pass
 TG_PAIR_TRIES = const(10)  # wrong pairing codes before the code is void
 TG_MEDIA_REPLY = "I can read text only: please send your message as text."
 
@@ -187,6 +187,11 @@ SETTINGS["compact"] = ("compact", "on", False)
 SETTINGS["feishu_app_id"] = ("fs_app_id", "", False)
 SETTINGS["feishu_app_secret"] = ("fs_app_secret", "", True)
 SETTINGS["feishu_domain"] = ("fs_domain", "https://open.feishu.cn", False)
+# Trust between chats (mimi/policy.py, docs/trust.md; issue 14). Who besides the owner sees
+# the owner's memory and profile: "none", "people" (second allowed persons), "all" (groups too).
+SETTINGS["share_memory"] = ("share_memory", "none", False)
+# Where a second person's or a group's turn may send messages besides its own chat: "none", "owner", "all".
+SETTINGS["cross_chat"] = ("cross_chat", "none", False)
 
 _cache = {}
 

@@ -1,7 +1,9 @@
 """Console log lines with a short tag per module: ``[tg] poll failed: timed out``.
 
 No ``logging`` (MicroPython lacks it) and no file: the serial console is the log.
-Messages are %-formatted only when the level is on. Never pass a secret.
+Messages are %-formatted only when the level is on. Never pass a secret. What reaches the
+console from a chat (log lines, replies printed there) goes through ``visible``: a
+terminal never gets an escape sequence from a chat.
 """
 from mimi import seam
 
@@ -11,6 +13,26 @@ WARN = 30
 ERROR = 40
 
 level = INFO
+
+
+def visible(text):
+    """``text`` with its control characters shown, not obeyed: ESC as ``\\x1b``, CR as
+    ``\\r`` (line breaks and tabs stay), C1 controls (U+0080-U+009F) and DEL likewise."""
+    text = str(text)
+    if not text or " " <= min(text) and max(text) < "\x7f":
+        return text  # the usual case, a line of printable ASCII: looked at in C, nothing allocated
+    for ch in text:
+        if ch < " " and ch != "\n" and ch != "\t" or "\x7f" <= ch <= "\x9f":
+            break
+    else:
+        return text  # nothing to change
+    out = []
+    for ch in text:
+        if ch < " " and ch != "\n" and ch != "\t" or "\x7f" <= ch <= "\x9f":
+            out.append("\\x%02x" % ord(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _emit(lvl, tag, msg, args):
@@ -24,7 +46,7 @@ def _emit(lvl, tag, msg, args):
     t = seam.ticks_ms() // 1000
     # One write per line: print's separate write of "\n" lets another thread's line in between.
     # The level's letter: D, I, W or E (for 10, 20, 30, 40).
-    print("%s %6d [%s] %s\n" % ("DIWE"[lvl // 10 - 1], t, tag, msg), end="")
+    print("%s %6d [%s] %s\n" % ("DIWE"[lvl // 10 - 1], t, tag, visible(msg)), end="")
 
 
 def debug(tag, msg, *args):

@@ -60,22 +60,34 @@ def set_flash_root(path):
         os.putenv("MIMI_FLASH", _root)
 
 
+# Unix port: folder -> (inode, mtime_s, when listed (s), [names of the links in it]); None
+# turns the check off (host_sim's bench: it measures the board, whose LittleFS has no links).
+_links = {}
+
+
 def real_path(path):
     """Map a device path (``/data/memory/MEMORY.md``) to this runtime's file path.
 
     ``mimi.storage.fs`` decides which paths are allowed; the one check here is one the
-    board never needs: LittleFS has no symbolic links, but a host folder may, so on
-    CPython a path under ``/data`` whose real location (links resolved) is outside
-    ``<flash>/data`` raises ``OSError(EACCES)`` (a link must not lead a tool to
-    ``nvs.json``). The unix port cannot tell: its ``os`` has no ``lstat``, ``readlink``
-    or ``realpath`` (only a listing per path component shows a link, too dear for every
-    file access on the runtime that measures the firmware), so there it is not checked.
+    board never needs: LittleFS has no symbolic links, but a host folder may, and a link
+    must not lead a tool to ``nvs.json``: a path under ``/data`` through a link that leads
+    out raises ``OSError(EACCES)``. On CPython the real location (links resolved) must be
+    inside ``<flash>/data``. The unix port cannot resolve a link: there a path through any
+    link under ``/data`` is refused, wherever it leads (``mimi.links``, which lists folders
+    only when they changed).
     """
     p = _root + path
-    if _RT == "cpython" and path[:5] == "/data" and path[5:6] in ("", "/"):
+    if path[:5] != "/data" or path[5:6] not in ("", "/"):
+        return p
+    if _RT == "cpython":
         data = os.path.realpath(_root + "/data")
         r = os.path.realpath(p)
         if r != data and not r.startswith(data + os.sep):
+            raise OSError(13, pick(_MSG, "link") % path)
+    elif _RT == "unix" and _links is not None:
+        from mimi import links  # the unix port's check, loaded only where it runs
+
+        if links.through(_links, _root, path):
             raise OSError(13, pick(_MSG, "link") % path)
     return p
 

@@ -13,12 +13,15 @@ due jobs into inbound messages::
      "text": "[scheduled job j3, daily at 08:00 (local); your reply goes to this chat] <the
      job's text>", "job": "j3",
      "reply_channel": <the job's channel: "telegram" or "cli">,
-     "is_group": <true when the job was made in a group chat (its "is_group")>}
+     "is_group": <true when the job was made in a group chat (its "is_group")>,
+     "by": <the chat that made the job, or None>, "once": <true for an "at" job>}
 
 (the wording is the ``cron`` text of texts.md), so each job talks in its own session and
 the reply reaches the chat the job names (a numeric chat id: Telegram; the console's id:
 the console). A job made in a group chat runs with that group's tool limits
-(``is_group``, read by ``mimi.agent.loop.denied_groups``), whatever chat it reports to. A
+(``is_group``, read by ``mimi.agent.loop.denied_groups``), whatever chat it reports to,
+and the role of the chat that made it (``by``, read by ``mimi.policy.role``); a one-off
+job's session is removed once its turn is over (``once``, by the agent). A
 job is marked run only once it is on the bus; when the bus is full it stays due and goes
 at the next tick.
 
@@ -77,7 +80,8 @@ class Cron:
                                              "session": sessions.key_for("cron", jid),
                                              "text": commands.text("cron", jid, when, job.get("text", "")),
                                              "job": jid, "reply_channel": job.get("channel") or "telegram",
-                                             "is_group": job.get("is_group") is True}):
+                                             "is_group": job.get("is_group") is True, "by": job.get("by"),
+                                             "once": k == "at"}):
                     log.warn("cron", "busy: %s", jid)  # stays due: the next tick
                     break
                 n += 1

@@ -36,6 +36,7 @@ class Ctx:
 
 def _run(provider, base_url):
     root = support.fresh_flash()
+    config.set("owner_chat", "5")  # the owner's chat reads /data/notes (tests/runtime/test_trust.py: the others)
     support.write(root + "/data/notes/todo.md", "- buy milk\n- call mum\n")
     registry.clear()
     files.register_all()
@@ -97,6 +98,7 @@ REFUSAL_TRIGGER = "ANTHROPIC_MAGIC_STRING_TRIGGER_REFUSAL_1FAEFB6177B4672DEE07F9
 
 def _agent_for(provider, base_url, chat):
     root = support.fresh_flash()
+    config.set("owner_chat", chat)  # the owner's chat (the other chats' reach: tests/runtime/test_trust.py)
     support.write(root + "/data/notes/todo.md", "- buy milk\n- call mum\n")
     registry.clear()
     files.register_all()
@@ -163,7 +165,7 @@ def test_an_error_object_in_a_200_reaches_the_user():
     url, ask = _agent_for("openrouter", os.getenv("MIMI_T_OPENAI") + "/v1", "25")
     fakectl.script(url, *[fakectl.reply("body_error", code=502, message="Upstream provider is down")] * 3)
     reply = ask("hi")
-    assert reply == "Sorry, I could not answer: openrouter reported an error (502): Upstream provider is down.", reply
+    assert reply == "Sorry, I could not answer: openrouter reported an error (502).", reply  # not its words
     assert len(fakectl.requests(url)) == 3  # a 502 is worth the retries
 
 
@@ -180,4 +182,4 @@ def test_a_full_context_is_shortened_and_answered():
     assert len(reqs) == 2 and len(reqs[1]["json"]["messages"]) == 2  # the system prompt and this question
     fakectl.config(url, context_tokens=1000)  # even this turn alone does not fit: the user is told
     reply = ask("and now?")
-    assert "too long for the model" in reply and "maximum context length" in reply, reply
+    assert "too long for the model" in reply and "maximum context length" not in reply, reply  # no raw words

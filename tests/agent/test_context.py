@@ -19,6 +19,7 @@ SEED = ("config/SOUL.md", "config/USER.md", "memory/MEMORY.md", "skills/weather.
 def _seeded():
     root = support.fresh_flash()
     config.set("tz", "+08:00")
+    config.set("owner_chat", "42")  # MSG is the owner's (the other chats': tests/runtime/test_trust.py)
     for rel in SEED:
         support.write(root + "/data/" + rel, support.read("spiffs_seed/" + rel))
     skills.forget()

@@ -163,19 +163,20 @@ def test_a_path_outside_data_is_refused(sim):
 
 
 def test_memory_written_in_one_turn_is_in_the_next_system_prompt(sim):
-    chat = 1009
+    chat = CHATS[0]  # the owner's: another chat keeps its own notes (tests/runtime/test_trust.py)
+    n = len(sim.texts(chat))  # the owner's chat is shared with other tests here
     path = "/data/memory/MEMORY.md"
     sim.llm.script(Reply.tools([("read_file", {"path": path})]))
     sim.llm.script(Reply.tools([("edit_file", {"path": path, "old_text": "## Owner\n",
                                                "new_text": "## Owner\n- rides a green bike\n"})]),
                    Reply.text("Saved."))
     sim.send("remember that I ride a green bike", chat)
-    assert sim.wait_texts(1, chat) == ["Saved."]
+    assert sim.wait_texts(n + 1, chat)[n:] == ["Saved."]
     assert "green bike" not in _turns(sim)[0][0]
     assert not _results(_turns(sim)[2][1])[-1]["is_error"]
     sim.llm.script(Reply.text("You ride a green bike."))
     sim.send("what do I ride?", chat)
-    sim.wait_texts(2, chat)
+    sim.wait_texts(n + 2, chat)
     assert "- rides a green bike" in _turns(sim)[-1][0]
 
 

@@ -255,3 +255,12 @@ def test_the_feishu_variables_and_feishu_chat_ids():
         with pytest.raises(ValueError) as e:
             launcher.settings_from_env(bad)
         assert next(iter(bad)) in str(e.value)
+
+
+def test_trust_settings_are_checked_as_choices():
+    # flash.sh config and MIMI_* take the owner's choices of docs/trust.md, and nothing else
+    assert launcher.check_setting("share_memory", " People ") == "people"
+    assert launcher.check_setting("cross_chat", "owner") == "owner"
+    for name, bad in (("share_memory", "everyone"), ("cross_chat", "strangers"), ("cross_chat", "")):
+        with pytest.raises(ValueError):
+            launcher.check_setting(name, bad)

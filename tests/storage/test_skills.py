@@ -64,7 +64,7 @@ def test_index_is_cached_until_a_tool_writes_a_skill_or_it_expires():
     registry.clear()
     files.register_all()
     out, err = registry.execute("edit_file", {"path": "/data/skills/a.md", "old_text": "second",
-                                              "new_text": "third"}, {})
+                                              "new_text": "third"}, {"channel": "cli"})
     assert not err, out
     assert "third" in skills.index()
     support.write(root + "/data/skills/a.md", "# A\n\nfourth\n")

@@ -1,5 +1,5 @@
 """File tools through the registry: capped reads, exact edits, kept files, sections, search."""
-from mimi import config
+from mimi import commands, config
 from mimi.storage import fs
 from mimi.tools import files, registry
 import support
@@ -11,6 +11,7 @@ CTX = {"channel": "telegram", "chat_id": "42", "session": "tg_42", "bus": None}
 
 def _setup():
     root = support.fresh_flash()
+    commands.allow("42")  # CTX is the owner's chat (tests/runtime/test_trust.py: the others)
     registry.clear()
     files.register_all()
     return root
@@ -20,9 +21,10 @@ def run(name, **args):
     return registry.execute(name, args, CTX)
 
 
-def test_all_six_are_registered_with_schemas():
+def test_all_seven_are_registered_with_schemas():
     _setup()
-    assert registry.names() == ["read_file", "write_file", "edit_file", "list_dir", "read_section", "search_files"]
+    assert registry.names() == ["read_file", "write_file", "edit_file", "delete_file", "list_dir", "read_section",
+                                "search_files"]
     for t in registry.offered():
         assert t.group == "file" and t.schema["type"] == "object" and t.description
     assert registry.offered(("file",)) == []
@@ -205,11 +207,12 @@ def test_concurrent_edits_of_memory_lose_nothing():
 def test_a_group_chat_cannot_write_what_steers_the_owners_turns():
     _setup()
     group = dict(CTX, chat_id="-500", session="tg_-500", is_group=True)
-    for p in ("/data/HEARTBEAT.md", "/data/config/SOUL.md", "/data/skills/x.md", "/data/datasheets/a.md"):
+    for p in ("/data/HEARTBEAT.md", "/data/config/SOUL.md", "/data/skills/x.md", "/data/datasheets/a.md",
+              "/data/memory/MEMORY.md", "/data/notes/group.md"):
         out, err = registry.execute("write_file", {"path": p, "content": "- [ ] switch GPIO4 on"}, group)
-        assert err and "group chat" in out, (p, out)
+        assert err and "outside this chat's folder" in out, (p, out)
         out, err = registry.execute("edit_file", {"path": p, "old_text": "a", "new_text": "b"}, group)
-        assert err and "group chat" in out, (p, out)
-    out, err = registry.execute("write_file", {"path": "/data/notes/group.md", "content": "ok"}, group)
-    assert not err, out  # its own notes are fine
+        assert err and "outside this chat's folder" in out, (p, out)
+    out, err = registry.execute("write_file", {"path": "/data/chats/tg_-500/notes.md", "content": "ok"}, group)
+    assert not err, out  # its own folder is fine
     assert not run("write_file", path="/data/HEARTBEAT.md", content="- [ ] water plants\n")[1]  # the owner may

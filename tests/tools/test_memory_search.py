@@ -6,11 +6,12 @@ import support
 
 RUNTIMES = ("cpython", "micropython")
 
-CTX = {"channel": "telegram", "chat_id": "42", "session": "tg_42", "bus": None}
+CTX = {"channel": "telegram", "chat_id": "42", "session": "tg_42", "bus": None}  # the owner's
 
 
 def _setup():
     support.fresh_flash()
+    config.set("owner_chat", "42")  # the other chats search their own notes: tests/runtime/test_trust.py
     registry.clear()
     memory_tools.register_all()
 

@@ -43,6 +43,7 @@ def test_get_current_time_synced_and_not():
 
 def test_send_message_to_this_chat_and_allowed_chats_only():
     _setup()
+    config.set("owner_chat", "42")  # the owner's turns reach allowed chats (test_trust.py: the others')
     b = bus.Bus(4, 2)
     out, err = registry.execute("send_message", {"text": "water the plants"}, _ctx(b, "cron", "42"))
     assert not err and out.startswith("sent to telegram chat 42")
@@ -79,7 +80,9 @@ def test_cron_tools_add_list_remove():
         assert not err and out == "added job j1: daily at 07:30 (local), next 2026-01-02T07:30:00+08:00", out
         out, err = registry.execute("cron_add", {"kind": "every", "every_s": 10, "text": "x"}, _ctx())
         assert err and "every_s must be between" in out
-        config.set("owner_chat", "42")  # a job for the owner's chat, made in another chat
+        config.set("owner_chat", "42")  # a job for the owner's chat, made in another chat:
+        config.set("allowed_chats", "42,99")
+        config.set("cross_chat", "owner")  # as the owner allows (tests/runtime/test_trust.py)
         out, err = registry.execute("cron_add", {"kind": "at", "at": "2026-01-01 09:00", "text": "call mum",
                                                  "chat_id": 42}, _ctx(None, "cron", "99"))
         assert not err and "once at 2026-01-01T09:00:00+08:00" in out

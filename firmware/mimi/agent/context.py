@@ -34,7 +34,7 @@ import hashlib
 
 from micropython import const
 
-from mimi import clock, config, data_path, log, seam
+from mimi import clock, config, data_path, log, policy, seam
 from mimi.storage import fs, memory, skills
 
 # Tunables (config.py holds those shared by several modules and the settings).
@@ -49,6 +49,7 @@ _RULES_PATH = data_path(__file__, "rules.md")
 _RULES_MISSING = const(b"# Who you are\nYou are mimi, a personal assistant on a small board. Be brief.\n")
 # The sentences of the turn block (section 7), by key: same place, same reasons.
 _TURN_PATH = data_path(__file__, "turn.md")
+_OTHERS_PATH = data_path(__file__, "others.md")  # the sentence for a chat other than the owner's
 
 _TAG = const("ctx")
 _ROOM = const(b"\n[cut for room]")
@@ -144,7 +145,9 @@ class Context:
         left (``mimi.hw.retrieval.for_message(text, budget)``). ``summary``: the chat's
         summary (str, ``mimi.agent.compact`` caps it), written after the turn block; its room
         is taken before sections 2-6 get theirs. ``now_s``: for tests.
-        Reads SOUL.md, USER.md, MEMORY.md, the recent notes and the skills index; writes
+        Reads SOUL.md, USER.md, MEMORY.md, the recent notes and the skills index (a chat
+        other than the owner's gets its own notes file instead of the owner's memory, and
+        no profile or daily notes, unless the owner shares them: ``mimi.policy``); writes
         nothing on flash. Never raises for missing or odd files (they are skipped); bytes
         that are not UTF-8 go in as ``?`` and the file is named in a warning.
         """
@@ -158,13 +161,16 @@ class Context:
         # Sections 2-6 in the order they are written: (key, heading, file path or byte
         # strings, size of the file, bytes wanted).
         secs = []
+        own = policy.memory_dir(msg) == config.MEMORY_DIR  # the owner's memory and profile: the owner's, or shared
+        mpath = config.MEMORY_PATH if own else policy.memory_dir(msg) + "/MEMORY.md"
         for key, head, body, cap in (
                 ("soul", b"\n# Personality (/data/config/SOUL.md)\n", config.SOUL_PATH, config.CONTEXT_SOUL_MAX_BYTES),
-                ("user", b"\n# About the owner (/data/config/USER.md)\n", config.USER_PATH, _CONTEXT_USER_MAX_BYTES),
-                ("memory", b"\n# Long-term memory (/data/memory/MEMORY.md)\n", config.MEMORY_PATH,
-                 config.CONTEXT_MEMORY_MAX_BYTES),
+                ("user", b"\n# About the owner (/data/config/USER.md)\n", config.USER_PATH if own else [],
+                 _CONTEXT_USER_MAX_BYTES if own else 0),
+                ("memory", b"\n# Long-term memory (/data/memory/MEMORY.md)\n" if own else
+                 ("\n# This chat's notes (%s)\n" % mpath).encode(), mpath, config.CONTEXT_MEMORY_MAX_BYTES),
                 ("notes", b"\n# Recent daily notes\n",
-                 memory.recent_parts(cap=config.CONTEXT_NOTES_MAX_BYTES, epoch_s=now), 0),
+                 memory.recent_parts(cap=config.CONTEXT_NOTES_MAX_BYTES, epoch_s=now) if own else [], 0),
                 ("skills", b"\n# Your skills\n", [index] if index else [], 0)):
             size = n = 0
             if cap:
@@ -211,9 +217,10 @@ class Context:
                     h = hashlib.sha256(self.mv[s:e])
                     h.update(str(size).encode())
                     d = h.digest()
-                    if self._hash.get(key, d) != d:
+                    k = key if body != mpath or own else body  # a chat's own notes: their own digest
+                    if self._hash.get(k, d) != d:
                         changed.append(body[body.rfind("/") + 1:])
-                    self._hash[key] = d
+                    self._hash[k] = d
             last[key] = self.n - at
         secs = index = None
 
@@ -258,6 +265,15 @@ def _turn(msg, now, mode, today):
     out = "\n# This turn\nChannel: %s, chat %s (session %s)\n" % (ch, msg.get("chat_id", "?"), msg.get("session", "?"))
     if ch in ("cron", "heartbeat"):
         out += _say(lines, ch) + "\n"
+    if policy.role(msg):  # not the owner's turn: its sentence is in others.md, read only then
+        a = policy.area(msg)
+        try:
+            with open(_OTHERS_PATH, "rb") as f:
+                other = f.read(1024)
+        except OSError:
+            other = b""
+        out += _say(other, "not_owner_shared" if policy.memory_dir(msg) == config.MEMORY_DIR else "not_owner_chat",
+                    a, a) + "\n"
     if not mode:
         return (out + _say(lines, "unsynced") + "\n").encode()
     size = fs.size(today) or 0

@@ -17,6 +17,10 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
 - Group chats (``msg["is_group"]``) are not offered the ``file``, ``gpio`` and ``cron``
   tools unless the owner allows them (setting ``group_tools``: "file,cron" or "all");
   a call to a tool that was not offered gets an error result, it never runs.
+- Each turn has the role of its chat (``mimi.policy``: the owner, a second person, a
+  group; a job's turn the role of the chat that made it), put in the tools' ``ctx``; the
+  reply of a job made in another chat is marked ``[from ...]``, and a one-off job's session
+  is removed after its turn (``once``).
 - ``handle`` never raises: a failure becomes one short message to the user, and the log
   gets one line with the tag (nanobot: "a failing turn becomes a short message").
 - Real chats (issue 13):
@@ -44,7 +48,7 @@ import os
 
 from micropython import const
 
-from mimi import config, log, seam
+from mimi import config, log, policy, seam
 from mimi.storage import fs, sessions
 from mimi.tools import registry
 import mimi.llm as llm
@@ -162,6 +166,10 @@ class Agent:
             e = _unsaved[0]
             note = llm.pick(_MSG, "disk") % ("no space left" if e.args and e.args[0] == 28 else e)
             reply = reply + "\n\n" + note if reply else note
+        if reply and msg.get("by") and msg["by"] != chat:  # a job made in another chat says so
+            from mimi import guard
+
+            reply = guard.mark(msg, chat, reply)
         if reply:
             self.bus.send(channel, chat, reply, "text")
         self.bus.send(channel, chat, "", "idle")
@@ -169,6 +177,11 @@ class Agent:
         self._compact = None
         if turn:  # after the answer is out: the person does not wait for it
             _compact(*turn)
+        if msg.get("once") and msg.get("session"):  # a finished one-off job: its talk goes with it
+            try:
+                sessions.delete(msg["session"])
+            except (OSError, ValueError) as e:
+                log.warn(_TAG, "%s: %s", msg["session"], e)
         self.busy = None
         usage.save(False)
         return reply
@@ -209,7 +222,8 @@ class Agent:
         summary = hw = None
         system = self.context.view()
         offered = registry.offered(denied_groups(msg))
-        tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group")}
+        tctx = {"channel": channel, "chat_id": chat, "session": key, "bus": self.bus, "is_group": msg.get("is_group"),
+                "by": msg.get("by"), "job": msg.get("job"), "role": policy.role(msg)}
         provider = self.provider()
         think = None  # DeepSeek's reasoning_content of the last reply
         refused = False

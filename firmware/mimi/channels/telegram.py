@@ -11,7 +11,9 @@ In (https://core.telegram.org/bots/api#getupdates):
 - ``getUpdates`` with a 30 s long poll (its answer due within ``TG_POLL_DEADLINE_MS``), ``allowed_updates``
   set, at most ``TG_POLL_LIMIT`` updates per answer (bounds the response buffer; an
   answer over it is asked for again one update at a time, and a single update over it is
-  skipped, its sender told: its id is looked for anywhere in the kept part).
+  skipped, its sender told: its id is looked for anywhere in the kept part, however the
+  JSON is spaced (``number_after``); so is one that cannot be parsed: not UTF-8, nested
+  too deep).
 - No answer twice: updates are acted on only after the next poll, which carries the new
   offset and so confirms them to Telegram, has been sent. Confirmed updates are gone
   from Telegram for good, so a reboot cannot bring them back, and a handling failure
@@ -25,16 +27,20 @@ In (https://core.telegram.org/bots/api#getupdates):
   updates the next id is random) and is taken.
 - Access (``mimi.commands``): closed by default. A stranger gets one short reply with its chat
   id and how the owner allows it (at most one per ``TG_DENY_REPLY_MS``, for at most
-  ``TG_DENY_CHATS_MAX`` chats remembered), or pairs by sending the console's one-time
-  code; strangers never reach the agent.
+  ``TG_DENY_CHATS_MAX`` chats in that time: more wait, none is pushed out to be answered
+  again), or pairs by sending the console's one-time code; strangers never reach the
+  agent. The inbound queue keeps room for the owner (``guard.admit``): a message refused,
+  or set aside for the owner's, is answered "busy". Every text sent has what looks like a
+  key or token redacted (``guard.redact``).
 - Text and captions of media go to the agent, as ``tgupdate`` reads them (replies and
   quotes, forwards, hidden links, names); photos, image files and voice notes go as the
   message's ``media`` (fetched by ``mimi.agent.media`` on the agent thread); other kinds
   (sticker, location, ...) get ``TG_MEDIA_REPLY``; service messages, edits (answered
   once, not again) and callback queries are ignored (a callback query is answered so the
-  client stops its spinner). In groups, only messages that mention the bot or reply to it
-  count. The poll answer is read through ``tgupdate.Pruner`` (a replied-to message's
-  text capped), so a short reply to a long message fits the poll buffer.
+  client stops its spinner). In groups, only messages that mention the bot (its own
+  ``@name``, not a longer name: no name character right after it or before the ``@``) or
+  reply to it count. The poll answer is read through ``tgupdate.Pruner`` (a replied-to
+  message's text capped), so a short reply to a long message fits the poll buffer.
 - A forum topic's messages are answered in the topic: the chat id is
   ``"<chat_id>:<message_thread_id>"`` from here on (``tgupdate.dest``), its own session.
   An album (``media_group_id``) is held until ``_TG_ALBUM_WAIT_MS`` passed without a
@@ -70,7 +76,7 @@ import json
 
 from micropython import const
 
-from mimi import commands, config, log, seam
+from mimi import commands, config, guard, log, seam
 from mimi.channels import tgformat, tgupdate
 
 # Tunables (config.py holds those shared by several modules and the settings).
@@ -82,6 +88,36 @@ _TG_ALBUM_MEDIA_MAX = const(4)  # images of one album given to the model
 
 # Texts (the missing token, the media kinds) live in texts.md: a string constant costs
 # heap for as long as the module is loaded (docs/heap.md).
+
+
+def number_after(buf, path):
+    """The integer that follows ``path`` in the bytes ``buf``, or None: ``path`` is JSON
+    tokens split by spaces (``b'"chat" : { "id" :'``), and any JSON white space may stand
+    between them in ``buf`` (an answer that could not be parsed is searched so). The first
+    place ``path`` matches in full counts."""
+    parts = path.split()
+    n = len(buf)
+    at = buf.find(parts[0])
+    while at >= 0:
+        k = at + len(parts[0])
+        for p in parts[1:]:
+            while k < n and buf[k] in b" \t\r\n":
+                k += 1
+            if buf[k:k + len(p)] != p:
+                break
+            k += len(p)
+        else:
+            while k < n and buf[k] in b" \t\r\n":
+                k += 1
+            j = k
+            while k < n and buf[k] in b"-0123456789":
+                k += 1
+            try:
+                return int(buf[j:k])
+            except ValueError:
+                return None
+        at = buf.find(parts[0], at + 1)
+    return None
 
 
 def _to(chat_id):
@@ -218,7 +254,12 @@ class Telegram:
             if want < 2 or isinstance(d, list):
                 return d
         except Exception:  # noqa: BLE001 - ValueError, TypeError, KeyError: all a failed call
-            pass
+            # An update that cannot be parsed (not UTF-8, nested too deep): skipped by its
+            # update_id as one over the buffer is, or it would be asked for again for ever.
+            if want > 1:
+                raw = bytes(r.body)
+                if number_after(raw, b'"update_id" :') is not None:
+                    return raw
         raise OSError("bad answer")
 
     # -- the channel -------------------------------------------------------------------
@@ -362,9 +403,11 @@ class Telegram:
             if due is None:
                 break
             msg = self.albums.pop(due)[0]
-            if not self.bus.inbound.put(msg):
-                log.warn("tg", "busy %s", msg["chat_id"])
-                self.queue_text(msg["chat_id"], commands.text("busy"), True)
+            ok, pushed = guard.admit(self.bus.inbound, msg, commands.owner())  # room kept for the owner
+            for c in (None if ok else msg["chat_id"], pushed and pushed.get("chat_id")):
+                if c:
+                    log.warn("tg", "busy %s", c)
+                    self.queue_text(c, commands.text("busy"), True)
         self.save_offset()
         return busy
 
@@ -496,7 +539,15 @@ class Telegram:
                             continue
                         me = self.me
                         name = "@%s" % me.get("username")
-                        k = t.lower().find(name.lower())
+                        low = t.lower()
+                        k = low.find(name.lower())
+                        while k >= 0:  # its own @name: no name character right after it, or before the @
+                            for j in (k + len(name), k - 1):
+                                if 0 <= j < len(low) and ("a" <= low[j] <= "z" or "0" <= low[j] <= "9" or low[j] == "_"):
+                                    break
+                            else:
+                                break
+                            k = low.find(name.lower(), k + 1)
                         if k >= 0:
                             t = (t[:k] + t[k + len(name):]).strip()
                         elif ((m.get("reply_to_message") or {}).get("from") or {}).get("id") != me.get("id"):
@@ -508,11 +559,17 @@ class Telegram:
                             self.queue_text(cid, commands.text("paired"), True)
                             continue
                         log.info("tg", "denied %s", cid)
-                        last = self.told.get(cid)
-                        if last is None or seam.elapsed_ms(last, now) >= config.TG_DENY_REPLY_MS:
-                            if last is None and len(self.told) >= config.TG_DENY_CHATS_MAX:
-                                del self.told[min(self.told, key=self.told.get)]  # forget the oldest
-                            self.told[cid] = seam.moment()  # a moment: weeks may pass
+                        # Fair by time: once per period each; while TG_DENY_CHATS_MAX were answered
+                        # within it a new one waits (none is pushed out to be answered again).
+                        told = self.told
+                        last = told.get(cid)
+                        if last is None and len(told) >= config.TG_DENY_CHATS_MAX:
+                            for c in list(told):
+                                if seam.elapsed_ms(told[c], now) >= config.TG_DENY_REPLY_MS:
+                                    del told[c]
+                        if (len(told) < config.TG_DENY_CHATS_MAX if last is None else
+                                seam.elapsed_ms(last, now) >= config.TG_DENY_REPLY_MS):
+                            told[cid] = seam.moment()  # a moment: weeks may pass
                             self.queue_text(cid, commands.text("deny", base, base), True)
                         continue
                     self.blocked.discard(base)  # it writes again: it has unblocked the bot
@@ -554,9 +611,12 @@ class Telegram:
                         msg["media"] = [media]
                     if isinstance(m.get("media_group_id"), str):  # an album: one message once all of it is here
                         self._album(m["media_group_id"], msg, now)
-                    elif not self.bus.inbound.put(msg):
-                        log.warn("tg", "busy %s", cid)
-                        self.queue_text(cid, commands.text("busy"), True)
+                    else:  # room kept for the owner (mimi.guard)
+                        ok, pushed = guard.admit(self.bus.inbound, msg, commands.owner())
+                        for c in (None if ok else cid, pushed and pushed.get("chat_id")):
+                            if c:
+                                log.warn("tg", "busy %s", c)
+                                self.queue_text(c, commands.text("busy"), True)
                 except Exception as e:  # noqa: BLE001 - a poison update must not stop the channel
                     log.exc("tg", "update", e)
             return True
@@ -577,18 +637,8 @@ class Telegram:
             if self.limit > 1:
                 self.limit = 1
             else:
-                ids = []  # the update's id, then its chat's: the number after each key, anywhere in what was kept
-                for key in '"update_id": "chat":{"id":'.split():
-                    key = key.encode()
-                    i = r.find(key)
-                    j = k = i + len(key)
-                    while i >= 0 and k < len(r) and r[k] in b"-0123456789":
-                        k += 1
-                    try:
-                        ids.append(int(r[j:k]) if i >= 0 else None)
-                    except ValueError:
-                        ids.append(None)
-                i, chat = ids
+                # the update's id, then its chat's: the number after each key, anywhere in what was kept
+                i, chat = number_after(r, b'"update_id" :'), number_after(r, b'"chat" : { "id" :')
                 if i is None and chat is not None and self.offset:
                     # An update whose id comes after the cut (not Telegram's order): confirm
                     # one id at a time; no update is pending below it, so none is lost.
@@ -629,7 +679,7 @@ class Telegram:
         chunk with nothing but spaces and fence lines (a cut right after a ``` line, a run
         of blank lines longer than a message) is not sent: Telegram would refuse it as
         empty, and its stand-in would be a false "(no reply)"."""
-        chunks = tgformat.split(text)
+        chunks = tgformat.split(guard.redact(text))  # nothing shaped like a key leaves the board
         for c in chunks:
             if len(chunks) == 1 or plain or not tgformat.blank(c):
                 self.outq.append([chat_id, c, 0, 1 if plain else 0])

@@ -34,7 +34,7 @@ _LLM_RETRY_AFTER_MAX_S = const(60)  # a longer retry-after is not waited for
 _LLM_ANTHROPIC_VERSION = const("2023-06-01")
 
 _TAG = const("llm")
-_ERR_MSG_MAX = const(160)  # characters of the API's own error message shown to the user
+_ERR_MSG_MAX = const(160)  # characters of the API's own error message the console gets
 _COLLECT_OVER = const(8192)  # reply bytes above which the heap is collected before parsing
 _WAIT_MAX_MS = const(86400000)  # a server's retry-after beyond a day is taken as a day
 _MSG = const("|400 the request was refused|401 the API key was rejected|403 the API key lacks permission"
@@ -181,8 +181,13 @@ def _status_error(r, name):
     what = "%s (%d)" % (what.replace("%s", name), status)
     if status == 404:
         what += ": check the model and base URL"
-    elif status in (400, 413) and isinstance(msg, str) and msg:
-        what += ": " + wire.repair_utf16(msg[:_ERR_MSG_MAX])  # shown to the user: valid UTF-8
+    # The server's own words never reach a chat (a proxy may echo the key): a known reason
+    # does (mimi.guard, loaded for errors only), and the console gets the words, redacted.
+    from mimi import guard
+
+    what += guard.reason("%s %s %s" % (kind, code, msg if isinstance(msg, str) else ""))
+    if msg:
+        log.warn(_TAG, "%s %d: %s", name, status, guard.redact(wire.repair_utf16(str(msg)[:_ERR_MSG_MAX])))
     err = LLMError(what, status, hint == "true" if hint in ("true", "false") else
                    (status in (408, 409, 429) or status >= 500) and not quota)
     # A request over the model's context window, by the words each server uses: OpenAI and

@@ -360,8 +360,8 @@ def parse(d, protocol, name, esc=True, tools=None):
 
 def _body_error(d, name):
     """The ``LLMError`` for a 200 whose body is an error object (OpenRouter, on the body or
-    on its choice; see the module doc), or None. The message is capped (``_ERR_MSG_MAX``)
-    and made valid UTF-8; retryable when the error's code is 408, 429 or 5xx."""
+    on its choice; see the module doc), or None. Its message goes to the console (capped,
+    valid UTF-8, redacted); the chat gets the code and a known reason; retryable when the error's code is 408, 429 or 5xx."""
     if not isinstance(d, dict):
         return None
     e = d.get("error")
@@ -381,7 +381,12 @@ def _body_error(d, name):
         code = int(code)
     except (TypeError, ValueError):
         code = None
-    return LLMError("%s reported an error%s: %s" % (name, " (%d)" % code if code else "", msg), code or 200,
+    # The server's own words reach the console, redacted, never the chat (issue 14): a known
+    # reason does (mimi.guard, loaded for errors only).
+    from mimi import guard, log
+
+    log.warn("llm", "%s: %s", name, guard.redact(msg))
+    return LLMError("%s reported an error%s%s" % (name, " (%d)" % code if code else "", guard.reason(msg)), code or 200,
                     code in (408, 429) or (code or 0) >= 500)
 
 

@@ -6,7 +6,8 @@ A job is a dict (docs/internals.md, "Storage"): ``id``, ``kind`` and its time fi
 message the agent gets), ``chat_id``, ``channel``, ``next_s`` (next run, None until the
 clock is set), ``last_s`` and ``created_s``; ``is_group`` (true when it was made in a group
 chat: the scheduler copies it into the job's inbound message, so the job's turns get that
-chat's tool limits); ``off`` (why a damaged job was switched off: it never runs).
+chat's tool limits); ``by`` (the chat that made it: its turns have that chat's role,
+``mimi.policy``); ``off`` (why a damaged job was switched off: it never runs).
 
 The scheduler (the cron service, another part) calls ``due(now_s)`` and, after queueing
 each job, ``mark_run(id, now_s)``. Missed runs after a downtime run once, not once per
@@ -29,7 +30,7 @@ _CRON_TEXT_MAX_BYTES = const(512)
 
 _TAG = const("cron")
 KINDS = ("every", "at", "daily")
-_FIELDS = const(("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel", "is_group"))
+_FIELDS = const(("kind", "every_s", "at_s", "at", "hhmm", "text", "chat_id", "channel", "is_group", "by"))
 
 _lock = seam.allocate_lock()
 _TIME_MAX = 4294967296  # not const(): over 31 bits, a long int on the ESP32; unix seconds stay under 2**32 (the year 2106): gmtime of more can overflow
@@ -135,6 +136,9 @@ def validate(spec, now_s=None):
            "next_s": None, "last_s": None, "created_s": now_s if synced else None}
     if spec.get("is_group"):
         job["is_group"] = True
+    by = spec.get("by")  # set by cron_add, not by the model: a chat id, or the console's
+    if isinstance(by, str) and by and len(by) <= 24:
+        job["by"] = by
     if kind == "every":
         if not _CRON_EVERY_MIN_S <= n <= _CRON_EVERY_MAX_S:
             raise ValueError("every_s must be between %d and %d" % (_CRON_EVERY_MIN_S, _CRON_EVERY_MAX_S))

@@ -12,7 +12,8 @@ stays on flash for the model to ``read_file`` later; a request carries only the 
   result without its call, no duplicate tool call ids, and a call left unanswered gets
   an error result, so an API never sees an exchange it rejects (a 400 for ever after is
   a known failure in peers).
-- Tool results are stored cut to ``SESSION_TOOL_RESULT_MAX_BYTES``.
+- Tool results are stored cut to ``SESSION_TOOL_RESULT_MAX_BYTES``, and a tool call's
+  arguments to about ``_SESSION_TOOL_ARGS_MAX_BYTES``.
 - A file past ``SESSION_ROTATE_BYTES`` moves to ``/data/sessions/archive/<key>.<n>.jsonl``
   (``n`` grows; at most ``SESSION_ARCHIVES_MAX`` kept) and the fresh file starts with
   the last messages, so the conversation carries on. ``clear`` archives without carry.
@@ -39,6 +40,7 @@ from mimi.storage import fs
 _AGENT_HISTORY_MSGS = const(20)  # messages of history sent with each request
 _SESSION_CARRY_MSGS = const(20)  # messages copied into the fresh file at a rotation
 _SESSION_WINDOW_MAX_BYTES = const(24576)  # JSON bytes of history one load may hold
+_SESSION_TOOL_ARGS_MAX_BYTES = const(1024)  # a tool call's arguments are stored cut to about this
 
 _TAG = const("session")
 _SUFFIX = const(".jsonl")
@@ -138,6 +140,27 @@ def append(key, msg):
             mark = "\n[result cut to %d bytes in history]" % cap
             c = b[:fs.utf8_end(b, cap - len(mark))].decode() + mark
         m["content"] = c
+    elif m.get("tool_calls") and isinstance(m["tool_calls"], list):
+        # Arguments over the cap: each long value cut (marked), so one call cannot fill the file and force rotations; the tool got them whole.
+        calls = []
+        cap = _SESSION_TOOL_ARGS_MAX_BYTES
+        for c in m["tool_calls"]:
+            args = c.get("input") if isinstance(c, dict) else None
+            if isinstance(args, dict) and len(json.dumps(args)) > cap:
+                each = max(64, cap // max(1, len(args)))
+                cut = {}
+                for k in args:
+                    v = args[k]
+                    b = json.dumps(v)
+                    if len(b) > each:  # a text cut; a list or an object as its JSON text, cut
+                        raw = (v if isinstance(v, str) else b).encode()
+                        mark = "\n[cut to %d of %d bytes in history]" % (each, len(raw))
+                        v = raw[:fs.utf8_end(raw, max(0, each - len(mark)))].decode() + mark
+                    cut[k] = v
+                c = dict(c)
+                c["input"] = cut
+            calls.append(c)
+        m["tool_calls"] = calls
     line = json.dumps(m, separators=(",", ":")) + "\n"
     p = path_for(key)
     with _lock:

@@ -2,9 +2,11 @@
 
 The cron service (runtime part) runs the jobs; a job's ``text`` comes back to the agent
 as a message at the time set, in its own session. Times of ``at`` and ``daily`` are the
-owner's local time.
+owner's local time. A job keeps the chat that made it (``by``): its turns have that chat's
+role (``mimi.policy``), and a job's or the heartbeat's turn makes jobs only within
+``guard.may_rearm``'s bounds.
 """
-from mimi import clock
+from mimi import clock, policy, seam
 from mimi.storage import cronjobs
 from mimi.tools import messaging, registry
 
@@ -33,6 +35,11 @@ def cron_add(args, ctx):
     messaging.check_chat(str(spec["chat_id"]).strip(), ctx)
     if ctx.get("is_group"):
         spec["is_group"] = True
+    spec["by"] = policy.chat_of(ctx)
+    now = seam.time_s()
+    from mimi import guard
+
+    guard.may_rearm(ctx, cronjobs.validate(spec, now)["next_s"], now)
     jid = cronjobs.add(spec)
     for j in cronjobs.list():
         if j["id"] == jid:
@@ -41,11 +48,19 @@ def cron_add(args, ctx):
 
 
 def cron_list(args, ctx):
-    out = ["%s, to %s %s: %s" % (_line(j), j.get("channel"), j.get("chat_id"), j.get("text")) for j in cronjobs.list()]
+    # the owner sees every job; another chat those it made (or, from before jobs kept their
+    # maker, those for it)
+    me = policy.role(ctx) and policy.chat_of(ctx)
+    out = ["%s, to %s %s: %s" % (_line(j), j.get("channel"), j.get("chat_id"), j.get("text")) for j in cronjobs.list()
+           if not me or str(j.get("by") or j.get("chat_id")) == me]
     return "\n".join(out) if out else "no scheduled jobs"
 
 
 def cron_remove(args, ctx):
+    me = policy.role(ctx) and policy.chat_of(ctx)  # as cron_list: another chat removes its own jobs
+    for j in cronjobs.list() if me else ():
+        if j.get("id") == args["id"] and str(j.get("by") or j.get("chat_id")) != me:
+            raise ValueError("job %s was made in another chat: only the owner or that chat may remove it" % args["id"])
     cronjobs.remove(args["id"])
     return "removed job " + args["id"]
 

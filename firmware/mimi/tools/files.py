@@ -1,6 +1,9 @@
-"""File tools: read_file, write_file, edit_file, list_dir, read_section, search_files.
+"""File tools: read_file, write_file, edit_file, delete_file, list_dir, read_section, search_files.
 
-All paths go through ``mimi.storage.fs.check`` (``/data`` only). The model retrieves
+All paths go through ``mimi.storage.fs.check`` (``/data`` only), then ``mimi.policy``: a chat
+other than the owner's reads only what is its own or shared and writes only its own folder,
+and a turn's writes count against its quota (files, bytes, the flash kept free:
+``mimi.guard``). The model retrieves
 for itself with these (seed 004): the context holds the map, these open the files.
 Files mimi keeps for itself (sessions, the cron store, runtime state, certificates)
 may be read but not written. Every read is capped; a partial read says which bytes it
@@ -10,7 +13,7 @@ thread's read-modify-write.
 """
 from micropython import const
 
-from mimi import config
+from mimi import config, policy
 from mimi.storage import fs, memory, skills
 from mimi.tools import registry
 
@@ -20,26 +23,43 @@ _TOOL_SEARCH_MAX_HITS = const(30)  # search_files
 
 
 def _writable(path, ctx):
-    """The checked path, unless it is a file mimi keeps for itself (read-only to tools) or,
-    in a group chat, one that steers the owner's own turns: the heartbeat's tasks (run
-    with every tool), the personality and owner files, skills, datasheets (the fast path's
-    pin names). A group allowed the file tools must not reach past its own limits. The
-    memory files stay writable: memory is shared, and groups have the memory tools anyway."""
+    """The checked path, unless it is a file mimi keeps for itself (read-only to tools) or
+    one this chat may not write (``guard.refusal``: a chat other than the owner's
+    writes only its own folder, so nothing it writes steers the owner's turns)."""
     p = fs.check_file(path)
     for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
         if p == r or p.startswith(r + "/"):
             raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
                 r, " (use the cron tools)" if r == config.CRON_PATH else ""))
-    if ctx.get("is_group"):
-        for r in (config.HEARTBEAT_PATH, config.CONFIG_DIR, config.SKILLS_DIR, config.DATASHEETS_DIR):
-            if p == r or p.startswith(r + "/"):
-                raise ValueError("%s steers the owner's own turns: not written from a group chat" % r)
+    if policy.role(ctx):  # not the owner's turn: the rules for the others (loaded then)
+        from mimi import guard
+
+        why = guard.refusal(p, ctx, True)
+        if why:
+            raise ValueError(why)
+    return p
+
+
+def _readable(path, ctx, folder=False):
+    """The checked path (a file, or a folder with ``folder``) when this chat may read it;
+    ``path`` None: a function ``fn(path) -> why or None`` (listings), or None for the owner,
+    who reads all."""
+    if not policy.role(ctx):
+        return None if path is None else fs.check(path) if folder else fs.check_file(path)
+    from mimi import guard  # not the owner's turn: the rules for the others (loaded then)
+
+    if path is None:
+        return lambda p: guard.refusal(p, ctx)
+    p = fs.check(path) if folder else fs.check_file(path)
+    why = guard.refusal(p, ctx)
+    if why:
+        raise ValueError(why)
     return p
 
 
 def read_file(args, ctx):
     """``path``, optional ``offset`` and ``length`` (bytes, at most ``TOOL_READ_MAX_BYTES``)."""
-    p = fs.check_file(args["path"])
+    p = _readable(args["path"], ctx)
     offset = args.get("offset") or 0
     length = args.get("length") or config.TOOL_READ_MAX_BYTES
     if offset < 0 or length < 0:
@@ -68,6 +88,9 @@ def write_file(args, ctx):
     data = args["content"].encode()
     if len(data) > config.TOOL_WRITE_MAX_BYTES:
         raise ValueError("content is %d bytes; at most %d per write" % (len(data), config.TOOL_WRITE_MAX_BYTES))
+    from mimi import guard  # the limits load with the first write, not with every read-only turn
+
+    guard.count_write(p, len(data), ctx, fs.size(p) is None)
     with memory.LOCK:
         fs.write(p, data)
     skills.forget()  # a skill may have changed: the index shows it next turn
@@ -93,15 +116,32 @@ def edit_file(args, ctx):
         text = None
         if len(data) > limit:
             raise ValueError("the edit would make %s %d bytes (limit %d)" % (p, len(data), limit))
+        from mimi import guard
+
+        guard.count_write(p, len(data), ctx, False)
         fs.write(p, data)
     skills.forget()
     return "edited %s (%d bytes now)" % (p, len(data))
 
 
+def delete_file(args, ctx):
+    """``path``: delete a file (not a folder) the chat may write, so the model can take
+    back what it wrote; the checks of ``write_file`` apply."""
+    p = _writable(args["path"], ctx)
+    fs.read(p, 0)  # a file: a folder, or nothing, raises saying which
+    with memory.LOCK:
+        fs.remove(p)
+    skills.forget()
+    return "deleted " + p
+
+
 def list_dir(args, ctx):
-    """``path`` (default ``/data``): entries, folders marked with ``/``."""
-    p = fs.check(args.get("path") or config.DATA)
-    entries = fs.listdir(p)
+    """``path`` (default ``/data``): entries, folders marked with ``/``; entries this chat
+    may not read are left out."""
+    p = _readable(args.get("path") or config.DATA, ctx, True)
+    why = _readable(None, ctx)
+    entries = [e for e in fs.listdir(p) if not why or not why(p + "/" + e[0]) or
+               e[1] and p == config.DATA]  # a top folder shows: inside, the listing says what is this chat's
     if not entries:
         return "%s is empty" % p
     out = [p + ":"]
@@ -120,7 +160,7 @@ def read_section(args, ctx):
     The section runs to the next heading of the same or a higher level. Without a match,
     the answer lists the headings the file has.
     """
-    p = fs.check_file(args["path"])
+    p = _readable(args["path"], ctx)
     want = args["heading"].strip().lstrip("#").strip().lower()
     if not want:
         raise ValueError("heading is empty")
@@ -167,7 +207,8 @@ def search_files(args, ctx):
     and first line; returns the best ``_TOOL_SEARCH_MAX_HITS`` with their first lines
     (seed 004's search_files).
     """
-    root = fs.check(args.get("path") or config.DATA)
+    root = _readable(args.get("path") or config.DATA, ctx, True)
+    why = _readable(None, ctx)
     words = args["query"].lower().split()
     if not words:
         raise ValueError("query is empty: give one or more keywords")
@@ -178,6 +219,8 @@ def search_files(args, ctx):
         folder, depth = todo.pop()
         for name, is_dir, size in fs.listdir(folder):
             q = folder + "/" + name
+            if why and why(q) and not (is_dir and folder == config.DATA):
+                continue
             if is_dir:
                 if depth:
                     todo.append((q, depth - 1))
@@ -209,5 +252,5 @@ def search_files(args, ctx):
 
 
 def register_all():
-    """Register the six file tools (group ``file``; text in ``tools.jsonl``)."""
-    registry.add(read_file, write_file, edit_file, list_dir, read_section, search_files)
+    """Register the seven file tools (group ``file``; text in ``tools.jsonl``)."""
+    registry.add(read_file, write_file, edit_file, delete_file, list_dir, read_section, search_files)

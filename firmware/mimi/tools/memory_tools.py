@@ -6,10 +6,12 @@ case ignored) with ``_MEMORY_SEARCH_CONTEXT_LINES`` lines before and after, at m
 ``MEMORY_SEARCH_MAX_MATCHES`` matches and ``MEMORY_SEARCH_MAX_BYTES`` of output (the
 seed's 10,000 characters, counted in bytes since bytes are what the board's RAM holds).
 No notes yet is an answer with a hint, not an error. Files are streamed, never read whole.
+A chat other than the owner's searches its own notes (``mimi.policy.memory_dir``) unless the
+owner shares theirs (setting ``share_memory``).
 """
 from micropython import const
 
-from mimi import config
+from mimi import config, policy
 from mimi.storage import fs
 from mimi.tools import registry
 
@@ -27,7 +29,7 @@ def memory_search(args, ctx):
     if not words:
         raise ValueError("query is empty: give one or more keywords")
     only = args.get("file")
-    mdir = config.MEMORY_DIR
+    mdir = policy.memory_dir(ctx)
     if only:
         name = only.rsplit("/", 1)[-1]
         files = [fs.check_file(mdir + "/" + (name if name.endswith(".md") else name + ".md"))]
@@ -43,7 +45,7 @@ def memory_search(args, ctx):
         files = [mdir + "/" + n for n in names]
     if not files:
         return "no memory notes yet: write lasting facts to %s and the day's events to %s/YYYY-MM-DD.md" % (
-            config.MEMORY_PATH, mdir)
+            mdir + "/MEMORY.md", mdir)
     out = []
     left = config.MEMORY_SEARCH_MAX_BYTES - 120  # room for the last line
     matches = 0

@@ -3,11 +3,12 @@
 MimiClaw has no way to reach the user unprompted; here a cron or heartbeat turn calls
 this tool. The target must be the current chat, the owner's chat, or an allowed chat
 (settings ``owner_chat``, ``allowed_chats``), so a prompt cannot make the bot message
-strangers.
+strangers; a second person's or a group's turn reaches only itself unless the owner's
+setting ``cross_chat`` allows more, and a text one chat sends to another starts with
+``[from ...]`` (``mimi.guard``). Each turn and each chat has a rate (``guard.count_message``).
 """
 from micropython import const
 
-from mimi import config
 from mimi.tools import registry
 
 # Tunables (config.py holds those shared by several modules and the settings).
@@ -15,11 +16,12 @@ _TOOL_MESSAGE_MAX_BYTES = const(4096)  # one send_message text
 
 
 def check_chat(chat, ctx):
-    """Raise ``ValueError`` unless ``chat`` (str) is this turn's chat, the owner's or an
-    allowed one (settings): a prompt cannot make the bot write to strangers (cron_add too)."""
-    if chat != str(ctx.get("chat_id")) and chat not in (config.get("owner_chat") + " " + config.get(
-            "allowed_chats")).replace(",", " ").split():
-        raise ValueError("chat %s is not this chat, the owner's, or an allowed chat" % chat)
+    """Raise ``ValueError`` unless this turn may reach ``chat`` (str): its own chat; for the
+    owner's turns the owner's or an allowed chat; for others as ``cross_chat`` allows
+    (``mimi.guard.check_target``; cron_add too)."""
+    from mimi import guard
+
+    guard.check_target(chat, ctx)
 
 
 def send_message(args, ctx):
@@ -45,7 +47,10 @@ def send_message(args, ctx):
     if not chat or chat == "None":
         raise ValueError("chat_id is needed")
     check_chat(chat, ctx)
-    if not bus.send(channel, chat, text, "text"):
+    from mimi import guard
+
+    guard.count_message(chat, ctx)
+    if not bus.send(channel, chat, guard.redact(guard.mark(ctx, chat, text)), "text"):
         raise ValueError("the outbound queue is full; try again later")
     return "sent to %s chat %s (%d bytes)" % (channel, chat, n)
 
