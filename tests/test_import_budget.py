@@ -10,7 +10,12 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IMPORT_BUDGET_BYTES = 96 * 1024
+# Issue 2 set 96 KB for the 45 modules of then, on this 64-bit port. The channels, proxy,
+# trust rules, media and compaction of issues 12-17 brought it to 129 KB here, and to
+# 75.5 KB on a 32-bit MicroPython as the chip's (../shared/tools/micropython32, 256 KB
+# heap); the GC heap lives in the board's PSRAM (2 MB at the least), where it has room.
+# The budget keeps the figure from creeping up unnoticed: about 15 KB over today's.
+IMPORT_BUDGET_BYTES = 144 * 1024
 
 
 def test_package_imports_within_budget_on_a_256k_heap():

@@ -265,13 +265,20 @@ def admit(queue, msg, owner_chat):
         if len(items) >= queue._max:
             for i in range(len(items) - 1, -1, -1):
                 m = items[i]
-                if m.get("channel") == "telegram" and m.get("chat_id") != owner_chat:
+                if m.get("chat_id") != owner_chat:  # of any channel: tell_pushed answers it on its own
                     pushed = items.pop(i)
                     break
             else:
                 return False, None
         items.append(msg)
         return True, pushed
+
+
+def tell_pushed(bus, pushed, text):
+    """Tell the sender of ``pushed`` (a message ``admit`` took off the queue for the
+    owner's) ``text``, through its own channel: the bus routes it there. Never waits: the
+    I/O thread, which empties the outbound queue, is the one calling."""
+    bus.send(pushed.get("channel") or "cli", pushed.get("chat_id"), text, "text", 0)
 
 
 # -- what leaves the board --------------------------------------------------------------

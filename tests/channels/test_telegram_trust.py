@@ -70,6 +70,24 @@ def test_the_owners_message_pushes_another_chats_out_of_a_full_queue():
     assert len(b.inbound) == 4
 
 
+def test_a_busy_feishu_group_cannot_starve_the_telegram_owner_and_hears_busy_on_feishu():
+    # Channels share the inbound queue: the owner's message pushes another channel's out,
+    # and that sender is told on its own channel (the bus routes it), not on Telegram.
+    b = bus.Bus(4, 4)
+    support.fresh_flash()
+    for i in range(4 - OWNER_RESERVE):
+        assert guard.admit(b.inbound, {"channel": "feishu", "chat_id": "fs_oc_%d" % i}, "42") == (True, None)
+    for i in range(OWNER_RESERVE):
+        assert guard.admit(b.inbound, {"channel": "telegram", "chat_id": "42", "n": i}, "42") == (True, None)
+    ok, pushed = guard.admit(b.inbound, {"channel": "telegram", "chat_id": "42", "n": 9}, "42")
+    assert ok and pushed == {"channel": "feishu", "chat_id": "fs_oc_%d" % (3 - OWNER_RESERVE)}
+    guard.tell_pushed(b, pushed, "busy, try again")
+    out = support.take_all(b.outbound)
+    assert [(m["channel"], m["chat_id"], m["text"]) for m in out] == [
+        ("feishu", "fs_oc_%d" % (3 - OWNER_RESERVE), "busy, try again")]
+    assert [m["chat_id"] for m in support.take_all(b.inbound)].count("42") == OWNER_RESERVE + 1
+
+
 def test_a_mention_is_the_bots_own_name_only():
     b, api, tg, now = setup()
     for text in ("@mimi_test_bot_fan what now?", "mail me at x@mimi_test_bot please", "@MIMI_TEST_BOTS hi",

@@ -404,12 +404,22 @@ class Telegram:
                 break
             msg = self.albums.pop(due)[0]
             ok, pushed = guard.admit(self.bus.inbound, msg, commands.owner())  # room kept for the owner
-            for c in (None if ok else msg["chat_id"], pushed and pushed.get("chat_id")):
-                if c:
-                    log.warn("tg", "busy %s", c)
-                    self.queue_text(c, commands.text("busy"), True)
+            self._busy(None if ok else msg["chat_id"], pushed)
         self.save_offset()
         return busy
+
+    def _busy(self, refused, pushed):
+        """Say "busy" to the chat whose message the queue ``refused`` (id or None), and to the
+        sender of the message it ``pushed`` off for the owner's (of any channel)."""
+        if refused:
+            log.warn("tg", "busy %s", refused)
+            self.queue_text(refused, commands.text("busy"), True)
+        if pushed:
+            log.warn("tg", "busy %s", pushed.get("chat_id"))
+            if pushed.get("channel") == "telegram":
+                self.queue_text(pushed["chat_id"], commands.text("busy"), True)
+            else:  # another channel's: told there
+                guard.tell_pushed(self.bus, pushed, commands.text("busy"))
 
     def _album(self, key, msg, now):
         """Hold part ``msg`` of album ``key`` (``media_group_id``): the parts arrive as
@@ -613,10 +623,7 @@ class Telegram:
                         self._album(m["media_group_id"], msg, now)
                     else:  # room kept for the owner (mimi.guard)
                         ok, pushed = guard.admit(self.bus.inbound, msg, commands.owner())
-                        for c in (None if ok else cid, pushed and pushed.get("chat_id")):
-                            if c:
-                                log.warn("tg", "busy %s", c)
-                                self.queue_text(c, commands.text("busy"), True)
+                        self._busy(None if ok else cid, pushed)
                 except Exception as e:  # noqa: BLE001 - a poison update must not stop the channel
                     log.exc("tg", "update", e)
             return True
