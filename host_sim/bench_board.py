@@ -234,7 +234,7 @@ def largest_free_run():
 
 
 def soak(agent, b, turns):
-    ok = sorry = first = 0
+    ok = sorry = first = settled = 0
     low_free = gc.mem_free()
     run0 = low_run = largest_free_run()
     for i in range(turns):
@@ -251,11 +251,14 @@ def soak(agent, b, turns):
             low_free = f
         if i == 1:
             first = gc.mem_alloc() - ROM_HELD  # after one turn of each kind: the modules a turn loads are in
+        if i == 49:  # the chat's window kept in RAM (mimi.storage.sessions) is full by now, as in any long chat
+            settled = gc.mem_alloc() - ROM_HELD
         if i % 50 == 1:
             low_run = min(low_run, largest_free_run())
     return {"turns": turns, "ok": ok, "sorry": sorry, "lowest_free_between_turns": low_free,
             "largest_free_run_at_start": run0, "smallest_largest_free_run": low_run,
-            "heap_after_two_turns": first, "heap_between_turns": gc.mem_alloc() - ROM_HELD}
+            "heap_after_two_turns": first, "heap_after_fifty_turns": settled,
+            "heap_between_turns": gc.mem_alloc() - ROM_HELD}
 
 
 def main():

@@ -47,6 +47,25 @@ def test_score_is_one_per_keyword_plus_two_for_the_configured_board():
     assert len(retrieval.rank(ix, [b"relay", b"module"], 1)) == 1
 
 
+def test_remembered_keyword_hits_stay_bounded_and_right():
+    # Every message brings new words (numbers, names): what rank remembers must not grow
+    # with them, and what it remembers must give the ranks a fresh look gives.
+    root = _flash()
+    ix = ds.index()
+    want = retrieval.rank(ix, [b"relay", b"module"], 10)
+    for i in range(300):
+        retrieval.rank(ix, [b"word%03d" % i, b"relay"], 3)
+        assert len(retrieval._hits[1]) <= 48 and retrieval._hits[2] <= 192  # _HITS_WORDS_MAX, _HITS_MAX (const)
+    assert retrieval.rank(ix, [b"relay", b"module"], 10) == want
+    # A datasheet changed: a new index, and nothing remembered of the old one is used.
+    support.write(root + config.DATASHEETS_DIR + "/generic.md", "# G\n\n## Relays\nA relay module, at last.\n")
+    ds.forget()
+    ix2 = ds.index()
+    got = retrieval.rank(ix2, [b"relay", b"module"], 10)
+    retrieval._hits[0] = None  # forget: a fresh look
+    assert got == retrieval.rank(ix2, [b"relay", b"module"], 10) != want
+
+
 def test_three_or_more_keywords_need_two_matches():
     _flash()
     ix = ds.index()

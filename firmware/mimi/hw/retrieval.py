@@ -66,7 +66,8 @@ def keywords(text, words=None):
 
 
 _hits = [None, {}, 0]  # the index they are for, keyword -> the chunks holding it (tuple), entries kept
-_HITS_MAX = const(512)  # chunk numbers kept over all keywords (8 bytes each) before starting afresh
+_HITS_WORDS_MAX = const(48)  # keywords remembered (each about 40 bytes with its entry)...
+_HITS_MAX = const(192)  # ...and chunk numbers over all of them (8 bytes each), before starting afresh
 
 
 def _ascii_words(b, words, out):
@@ -96,7 +97,7 @@ def rank(ix, kws, limit, board=None):
     sections are left out: their lines reach the model as the aliases a message names.
 
     Which chunks hold a keyword is remembered for the index (a few KB at most, started
-    afresh past ``_HITS_MAX``): a chat repeats its words, and reading every chunk again
+    afresh past ``_HITS_WORDS_MAX`` words or ``_HITS_MAX`` chunk numbers): a chat repeats its words, and reading every chunk again
     for each message was a third of a turn's context build (issue 17). Only keywords not
     seen yet are looked for, reading each file once, chunk by chunk, into one reused
     buffer."""
@@ -150,7 +151,7 @@ def _look(ix, new, memo):
     n = 0
     for t in found:
         n += len(t)
-    if h[2] + n > _HITS_MAX:
+    if h[2] + n > _HITS_MAX or len(memo) + len(new) > _HITS_WORDS_MAX:  # a word in no chunk takes an entry too
         memo.clear()
         h[2] = 0
     for t in range(len(new)):
