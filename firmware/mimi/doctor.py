@@ -183,19 +183,25 @@ def _connect(label, host, port, tls):
             ctx = certs.context()
         except OSError as e:
             return "FIX", "TLS %s: %s: tools/flash.sh seed puts the bundle there" % (host, e)
+    from mimi.net import proxy
+
     t0 = seam.ticks_ms()
     try:
-        c = seam.Conn(host, port, config.HTTP_CONNECT_TIMEOUT_MS, ctx)
+        c = proxy.connect(host, port, ctx)  # as the assistant connects: through the proxy when one is set
+    except ValueError as e:
+        return "FIX", "proxy setting: %s: tools/flash.sh config proxy=... (or proxy= to clear it)" % e
     except seam.TLSError as e:
         return "FIX", "TLS %s: %s: a proxy or an intercepting network? add its root as a .pem in %s" % (
             host, e, config.CERTS_DIR)
     except OSError as e:
         return "FIX", "%s %s:%d: cannot connect: %s" % (label, host, port, e)
     ms = seam.ticks_diff(seam.ticks_ms(), t0)
+    via = getattr(c, "via", None)
     c.close()
+    via = " (through %s)" % via if via else ""
     if not tls:
-        return "OK", "%s %s:%d: plain HTTP, connected in %d ms" % (label, host, port, ms)
-    return "OK", "TLS %s:%d: handshake in %d ms, certificate accepted by the CA bundle" % (host, port, ms)
+        return "OK", "%s %s:%d: plain HTTP, connected in %d ms%s" % (label, host, port, ms, via)
+    return "OK", "TLS %s:%d: handshake in %d ms, certificate accepted by the CA bundle%s" % (host, port, ms, via)
 
 
 def _thread():

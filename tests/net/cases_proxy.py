@@ -156,3 +156,18 @@ def test_a_websocket_over_tls_goes_through_each_proxy():
         op, got = s.recv(5000)
         assert bytes(got) == b"through " + p.split("://")[0].encode(), p
         s.close()
+
+
+def test_doctor_tries_its_handshakes_through_the_proxy():
+    from mimi import doctor
+
+    kas = _env("MIMI_T_KAS")  # https://localhost:PORT
+    port = int(kas.rsplit(":", 1)[1])
+    for p in _env("MIMI_T_PROXIES").split():
+        _through(p)
+        level, text = doctor._connect("LLM", "localhost", port, True)
+        assert level == "OK" and "handshake in" in text and "(through proxy 127.0.0.1:" in text, (p, text)
+        assert _env("MIMI_T_PW") not in text
+    _through("socks5://127.0.0.1:%s" % _env("MIMI_T_DEAD_PORT"))
+    level, text = doctor._connect("LLM", "localhost", port, True)
+    assert level == "FIX" and "unreachable" in text, text
