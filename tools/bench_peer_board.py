@@ -53,6 +53,7 @@ class Mimi:
 
         self.seam = seam
         seam.set_flash_root(os.getenv("MIMI_FLASH"))
+        seam._links = None  # as host_sim/bench_board.py: the unix port's symlink check is the desktop's, not the board's
         llm.init()
         from mimi.agent.context import Context
 
@@ -71,6 +72,8 @@ class Mimi:
                 __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
             except ImportError:
                 pass
+        if os.getenv("PEER_COMPACT") == "off":  # the chat without mimi's summaries of older messages
+            config.set("compact", "off")
         llm.set_key("sk-FAKE-peer", "openai")
         llm.switch("openai", "bench-model", URL)
         self.bus = busmod.Bus(config.BUS_INBOUND_MAX, config.BUS_OUTBOUND_MAX)

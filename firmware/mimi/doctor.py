@@ -160,6 +160,13 @@ def _servers():
         except ValueError as e:
             yield "FIX", "%s: %s" % (label, e)
             continue
+        if config.get("proxy"):
+            from mimi.net import tunnel
+
+            if not tunnel.direct(host):  # the proxy resolves the name: the board asks no DNS for it
+                yield "OK", "DNS %s: resolved by the proxy %s" % (host, tunnel.shown(config.get("proxy")))
+                yield _connect(label, host, port, tls)
+                continue
         t0 = seam.ticks_ms()
         try:
             ais = seam.resolve(host, port)

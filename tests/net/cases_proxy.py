@@ -171,3 +171,14 @@ def test_doctor_tries_its_handshakes_through_the_proxy():
     _through("socks5://127.0.0.1:%s" % _env("MIMI_T_DEAD_PORT"))
     level, text = doctor._connect("LLM", "localhost", port, True)
     assert level == "FIX" and "unreachable" in text, text
+
+
+def test_doctor_leaves_the_names_to_the_proxy():
+    from mimi import doctor
+
+    for p in _env("MIMI_T_PROXIES").split():
+        _through(p)
+        config.set("tg_api_base", _env("MIMI_T_KAS"))
+        lines = [t for lv, t in doctor._servers() if t.startswith("DNS ")]
+        assert lines and all("resolved by the proxy " in t and "127.0.0.1:" in t for t in lines), (p, lines)
+        assert _env("MIMI_T_PW") not in " ".join(lines)
