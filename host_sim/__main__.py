@@ -30,6 +30,10 @@ each boot, never read by the firmware itself):
   MIMI_LLM_BASE_URL   the server's address (custom needs it)
   MIMI_ALLOWED_CHATS  comma-separated chat ids (groups are negative)
   MIMI_TZ             UTC offset: +08:00
+  MIMI_PROXY          http://[user:pass@]host:port or socks5://[user:pass@]host:port
+  MIMI_NO_PROXY       hosts reached without it (default: local addresses)
+  MIMI_FEISHU_APP_ID, MIMI_FEISHU_APP_SECRET   a Feishu/Lark app's id and secret
+  MIMI_FEISHU_DOMAIN  default https://open.feishu.cn (https://open.larksuite.com for Lark)
 The simulator's own:
   MIMI_MICROPYTHON    the micropython binary of --runtime micropython, vboard, bench and the
                       tests (default: the dev tools' micropython), e.g. ../shared/tools/micropython32
