@@ -29,7 +29,7 @@ counts of an hour live in RAM (``_sent``, ``_rearm``): a reboot clears them.
 """
 from micropython import const
 
-from mimi import config, pick, policy, seam
+from mimi import config, log, pick, policy, seam
 
 # What one turn may do (issue 14).
 _TOOL_WRITE_FILES_PER_TURN = const(16)  # distinct files one turn may write
@@ -265,7 +265,7 @@ def admit(queue, msg, owner_chat):
         if len(items) >= queue._max:
             for i in range(len(items) - 1, -1, -1):
                 m = items[i]
-                if m.get("chat_id") != owner_chat:  # of any channel: tell_pushed answers it on its own
+                if m.get("chat_id") != owner_chat:  # of any channel: tell_busy answers it on its own
                     pushed = items.pop(i)
                     break
             else:
@@ -274,11 +274,21 @@ def admit(queue, msg, owner_chat):
         return True, pushed
 
 
-def tell_pushed(bus, pushed, text):
-    """Tell the sender of ``pushed`` (a message ``admit`` took off the queue for the
-    owner's) ``text``, through its own channel: the bus routes it there. Never waits: the
-    I/O thread, which empties the outbound queue, is the one calling."""
-    bus.send(pushed.get("channel") or "cli", pushed.get("chat_id"), text, "text", 0)
+def tell_busy(channel, queue_text, bus, refused, pushed, text):
+    """After ``admit``, tell the senders their message did not get in: the chat whose
+    message was ``refused`` (its id, or None), on ``channel`` through its ``queue_text(chat,
+    text, plain)``; the sender of the message ``pushed`` off for the owner's (or None) on its
+    own channel, the bus routing it when it is another's (never waiting: the caller is the
+    I/O thread, which empties the outbound queue)."""
+    if refused:
+        log.warn(channel, "busy %s", refused)
+        queue_text(refused, text, True)
+    if pushed:
+        log.warn(channel, "busy %s", pushed.get("chat_id"))
+        if pushed.get("channel") == channel:
+            queue_text(pushed["chat_id"], text, True)
+        else:
+            bus.send(pushed.get("channel") or "cli", pushed.get("chat_id"), text, "text", 0)
 
 
 # -- what leaves the board --------------------------------------------------------------

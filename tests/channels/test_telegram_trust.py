@@ -81,7 +81,9 @@ def test_a_busy_feishu_group_cannot_starve_the_telegram_owner_and_hears_busy_on_
         assert guard.admit(b.inbound, {"channel": "telegram", "chat_id": "42", "n": i}, "42") == (True, None)
     ok, pushed = guard.admit(b.inbound, {"channel": "telegram", "chat_id": "42", "n": 9}, "42")
     assert ok and pushed == {"channel": "feishu", "chat_id": "fs_oc_%d" % (3 - OWNER_RESERVE)}
-    guard.tell_pushed(b, pushed, "busy, try again")
+    told = []
+    guard.tell_busy("telegram", lambda c, t, plain: told.append((c, t)), b, None, pushed, "busy, try again")
+    assert told == []  # another channel's sender: not told on Telegram
     out = support.take_all(b.outbound)
     assert [(m["channel"], m["chat_id"], m["text"]) for m in out] == [
         ("feishu", "fs_oc_%d" % (3 - OWNER_RESERVE), "busy, try again")]

@@ -360,15 +360,7 @@ class Feishu:
         ok, pushed = guard.admit(self.bus.inbound, {  # room kept for the owner, as Telegram's
             "channel": "feishu", "chat_id": cid, "text": t, "session": sessions.key_for("feishu", cid), "user": "",
             "message_id": mid, "is_group": group}, commands.owner())
-        if not ok:
-            log.warn("fs", "busy %s", cid)
-            self.queue_text(cid, commands.text("busy"), True)
-        if pushed:
-            log.warn("fs", "busy %s", pushed.get("chat_id"))
-            if pushed.get("channel") == "feishu":
-                self.queue_text(pushed["chat_id"], commands.text("busy"), True)
-            else:  # another channel's: told there
-                guard.tell_pushed(self.bus, pushed, commands.text("busy"))
+        guard.tell_busy("feishu", self.queue_text, self.bus, None if ok else cid, pushed, commands.text("busy"))
 
     # -- the channel -----------------------------------------------------------------------
 

@@ -404,22 +404,10 @@ class Telegram:
                 break
             msg = self.albums.pop(due)[0]
             ok, pushed = guard.admit(self.bus.inbound, msg, commands.owner())  # room kept for the owner
-            self._busy(None if ok else msg["chat_id"], pushed)
+            guard.tell_busy("telegram", self.queue_text, self.bus, None if ok else msg["chat_id"], pushed,
+                            commands.text("busy"))
         self.save_offset()
         return busy
-
-    def _busy(self, refused, pushed):
-        """Say "busy" to the chat whose message the queue ``refused`` (id or None), and to the
-        sender of the message it ``pushed`` off for the owner's (of any channel)."""
-        if refused:
-            log.warn("tg", "busy %s", refused)
-            self.queue_text(refused, commands.text("busy"), True)
-        if pushed:
-            log.warn("tg", "busy %s", pushed.get("chat_id"))
-            if pushed.get("channel") == "telegram":
-                self.queue_text(pushed["chat_id"], commands.text("busy"), True)
-            else:  # another channel's: told there
-                guard.tell_pushed(self.bus, pushed, commands.text("busy"))
 
     def _album(self, key, msg, now):
         """Hold part ``msg`` of album ``key`` (``media_group_id``): the parts arrive as
@@ -623,7 +611,8 @@ class Telegram:
                         self._album(m["media_group_id"], msg, now)
                     else:  # room kept for the owner (mimi.guard)
                         ok, pushed = guard.admit(self.bus.inbound, msg, commands.owner())
-                        self._busy(None if ok else cid, pushed)
+                        guard.tell_busy("telegram", self.queue_text, self.bus, None if ok else cid, pushed,
+                                        commands.text("busy"))
                 except Exception as e:  # noqa: BLE001 - a poison update must not stop the channel
                     log.exc("tg", "update", e)
             return True
