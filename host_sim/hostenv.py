@@ -14,6 +14,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRMWARE = os.path.join(ROOT, "firmware")
+# MicroPython libraries the firmware uses (microdot...): /lib on the board.
+LIB = os.path.join(FIRMWARE, "lib")
 STUBS = os.path.join(ROOT, "host_sim", "stubs")
 SEED = os.path.join(ROOT, "spiffs_seed")
 
@@ -71,10 +73,11 @@ def install(flash_dir=None):
     ``/data``); when None, ``MIMI_FLASH`` is left as it is.
     """
     install_time_extras()
-    for p in (FIRMWARE, STUBS):
+    for p in (FIRMWARE, STUBS, LIB):
         if p in sys.path:
             sys.path.remove(p)
-    # Stand-ins first, then the firmware, ahead of site-packages.
+    # Stand-ins first, then the firmware and its libraries, ahead of site-packages.
+    sys.path.insert(0, LIB)
     sys.path.insert(0, FIRMWARE)
     sys.path.insert(0, STUBS)
     if flash_dir is not None:
@@ -138,7 +141,7 @@ def micropython_path():
 
     ``.frozen`` stays so the port's frozen modules still import.
     """
-    return os.pathsep.join((STUBS, FIRMWARE, ".frozen"))
+    return os.pathsep.join((STUBS, FIRMWARE, LIB, ".frozen"))
 
 
 HEAP_MIN_BYTES = 64 * 1024  # below this the unix port cannot even import the package

@@ -81,7 +81,7 @@ socket.getaddrinfo = _guard_getaddrinfo
 def mp_env(flash_dir=None):
     """Environment for running firmware code under the ``micropython`` command."""
     env = dict(os.environ)
-    env["MICROPYPATH"] = os.pathsep.join((hostenv.STUBS, hostenv.FIRMWARE, TESTS, ".frozen"))
+    env["MICROPYPATH"] = os.pathsep.join((hostenv.STUBS, hostenv.FIRMWARE, hostenv.LIB, TESTS, ".frozen"))
     env["MIMI_FLASH"] = flash_dir or tempfile.mkdtemp(prefix="mimi-mp-flash-")
     return env
 

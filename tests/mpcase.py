@@ -24,7 +24,7 @@ def run(path, name, env=None, heap="2M", timeout=120):
     assert exe, hostenv.micropython_missing()
     e = dict(os.environ)
     e.update(env or {})
-    e["MICROPYPATH"] = os.pathsep.join((hostenv.STUBS, hostenv.FIRMWARE, TESTS, ".frozen"))
+    e["MICROPYPATH"] = os.pathsep.join((hostenv.STUBS, hostenv.FIRMWARE, hostenv.LIB, TESTS, ".frozen"))
     e.setdefault("MIMI_FLASH", tempfile.mkdtemp(prefix="mimi-mp-flash-"))
     p = subprocess.run([exe, "-X", "heapsize=" + heap, os.path.join(TESTS, "mp_runner.py"), path, name],
                        capture_output=True, text=True, timeout=timeout, env=e, cwd=ROOT)
