@@ -141,6 +141,35 @@ def offered(denied_groups=()):
     return [t for t in _tools if t.group not in denied_groups and (t.available is None or t.available())]
 
 
+def check(tool, args):
+    """Raise ``ValueError`` naming the problem unless ``args`` fit ``tool``'s schema: a dict,
+    required names present and not null, no unknown names, each property's ``type`` (or one
+    of a list of types) and ``enum``. ``execute`` checks with it; the MCP endpoint
+    (``mimi.web.mcp_route``) too, to tell a bad call (-32602) from a tool's own error."""
+    if not isinstance(args, dict):
+        raise ValueError(pick(_MSG, "obj"))
+    schema = tool.schema or {}
+    props = schema.get("properties", {})
+    for k in schema.get("required", ()):
+        if args.get(k) is None:
+            raise ValueError(pick(_MSG, "miss") % k)
+    for k in args:
+        p = props.get(k)
+        if p is None:
+            raise ValueError(pick(_MSG, "unk") % (k, ", ".join(props) or "none"))
+        v = args[k]
+        # Its JSON type name; bool before int (a bool is an int).
+        got = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else
+               "number" if isinstance(v, float) else "string" if isinstance(v, str) else
+               "object" if isinstance(v, dict) else "array" if isinstance(v, list) else "null")
+        want = p.get("type") or got  # a name, or a list of names (any of them)
+        # No type name holds another, so ``in`` works on a name as on a list.
+        if got not in want and not (got == "integer" and "number" in want):
+            raise ValueError(pick(_MSG, "type") % (k, want if isinstance(want, str) else " or ".join(want), got))
+        if "enum" in p and v not in p["enum"]:  # (v,) as the default fails for NaN on MicroPython
+            raise ValueError(pick(_MSG, "enum") % (k, p["enum"]))
+
+
 def execute(name, args, ctx):
     """Run tool ``name`` with ``args``; return ``(text, is_error)``, never raise.
 
@@ -159,29 +188,7 @@ def execute(name, args, ctx):
         out = "Error: " + pick(_MSG, "off") % name
     else:
         try:
-            # The arguments first: a problem raises ValueError, reported as a handler's is.
-            if not isinstance(args, dict):
-                raise ValueError(pick(_MSG, "obj"))
-            schema = tool.schema or {}
-            props = schema.get("properties", {})
-            for k in schema.get("required", ()):
-                if args.get(k) is None:
-                    raise ValueError(pick(_MSG, "miss") % k)
-            for k in args:
-                p = props.get(k)
-                if p is None:
-                    raise ValueError(pick(_MSG, "unk") % (k, ", ".join(props) or "none"))
-                v = args[k]
-                # Its JSON type name; bool before int (a bool is an int).
-                got = ("boolean" if isinstance(v, bool) else "integer" if isinstance(v, int) else
-                       "number" if isinstance(v, float) else "string" if isinstance(v, str) else
-                       "object" if isinstance(v, dict) else "array" if isinstance(v, list) else "null")
-                want = p.get("type") or got  # a name, or a list of names (any of them)
-                # No type name holds another, so ``in`` works on a name as on a list.
-                if got not in want and not (got == "integer" and "number" in want):
-                    raise ValueError(pick(_MSG, "type") % (k, want if isinstance(want, str) else " or ".join(want), got))
-                if "enum" in p and v not in p["enum"]:  # (v,) as the default fails for NaN on MicroPython
-                    raise ValueError(pick(_MSG, "enum") % (k, p["enum"]))
+            check(tool, args)  # a problem raises ValueError, reported as a handler's is
             out = tool.handler(args, ctx)
             out = "ok" if out is None else out
             err = False
