@@ -83,16 +83,19 @@ def check(pin):
         st = (st[6], st[8])
     except OSError:
         st = None
-    if not _pol or st != _pol[0]:
-        _pol[:] = [st, {}]
+    got = _pol[:]  # one copy: another thread (the web server's MCP calls) may load it too
+    if not got or st != got[0]:
+        pol = {}
         try:
             if st:
                 with open(real) as f:
-                    _pol[1] = _valid(json.loads(f.read(_HW_POLICY_MAX_BYTES)))
+                    pol = _valid(json.loads(f.read(_HW_POLICY_MAX_BYTES)))
         except (OSError, ValueError) as e:  # UnicodeError is a ValueError
-            _pol[1] = "%s: %s; every pin is refused until it is fixed or deleted" % (config.HW_POLICY_PATH, e)
-            log.error("pins", _pol[1])
-    pol = arg = _pol[1]
+            pol = "%s: %s; every pin is refused until it is fixed or deleted" % (config.HW_POLICY_PATH, e)
+            log.error("pins", pol)
+        got = [st, pol]
+        _pol[:] = got  # whole: a check in another thread never sees the stamp without its policy
+    pol = arg = got[1]
     code = int(_MAP[pin]) if type(pin) is int and 0 <= pin <= 48 else 1
     if code != 1 and type(pol) is str:
         code = 7
