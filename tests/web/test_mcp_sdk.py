@@ -210,3 +210,60 @@ def _http_rules(url):
 
 def test_http_rules_cpython(cpython_board):
     _http_rules(cpython_board[0])
+
+
+def test_a_body_microdot_left_in_the_stream_is_read(cpython_board, monkeypatch):
+    # The web server may keep microdot's in-memory body smaller than an MCP request
+    # (Request.max_body_length): the route then reads the body from the stream.
+    import microdot
+
+    monkeypatch.setattr(microdot.Request, "max_body_length", 64)
+    url, _ = cpython_board
+    good = {"Accept": "application/json, text/event-stream", "Authorization": "Bearer " + mcp_board.TOKEN}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    with httpx2.Client(timeout=30) as h:
+        r = h.post(url, json=init, headers=good)
+        assert r.status_code == 200 and r.json()["result"]["protocolVersion"] == "2025-03-26"
+        good["Mcp-Session-Id"] = r.headers["mcp-session-id"]
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "search_files", "arguments": {"query": "memory " * 100}}}
+        r = h.post(url, json=call, headers=good)
+        assert r.status_code == 200 and r.json()["result"]["isError"] is False, r.text
+
+
+def test_calls_beside_the_agent_threads_tools(cpython_board):
+    # An MCP client drives GPIO4 while another thread (as the agent's would) drives
+    # GPIO5 and reads every pin through the same registry: nothing fails, both end right.
+    from mimi.tools import registry
+
+    url, _ = cpython_board
+    failures = []
+    ctx = {"channel": "telegram", "chat_id": mcp_board.OWNER, "session": "tg_" + mcp_board.OWNER, "bus": None}
+
+    def agent():
+        for i in range(150):
+            for name, args in (("gpio_write", {"pin": 5, "level": i % 2}), ("gpio_read_all", {})):
+                text, err = registry.execute(name, args, ctx)
+                if err:
+                    failures.append(text)
+
+    async def desktop():
+        http, client = _client(url)
+        async with http, client:
+            for i in range(40):
+                r = await client.call_tool("gpio_write", {"pin": 4, "level": i % 2})
+                r2 = await client.call_tool("gpio_read_all", {})
+                if r.is_error or r2.is_error:
+                    failures.append(r.content[0].text + r2.content[0].text)
+            return (await client.call_tool("gpio_read_all", {})).content[0].text
+
+    t = threading.Thread(target=agent)
+    t.start()
+    last = asyncio.run(desktop())
+    t.join(60)
+    assert failures == []
+    import machine
+
+    assert machine.PINS[4]["value"] == 1 and machine.PINS[5]["value"] == 1
+    assert "GPIO4 (porch_light): output, level 1" in last and "GPIO5: output, level " in last
