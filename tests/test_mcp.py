@@ -178,7 +178,8 @@ def test_batches_only_in_a_2025_03_26_session():
     new, _ = _open(srv)
     batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"},
              {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}},
-             {"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}},
+             {"jsonrpc": "2.0", "id": "b", "method": "tools/call",
+              "params": {"name": "echo", "arguments": {"text": "x"}}},
              {"jsonrpc": "2.0", "id": 3, "method": "nope"}, 5,
              {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {"protocolVersion": "2025-03-26"}}]
     s, _, r = _post(srv, batch, new)

@@ -136,8 +136,8 @@ class Server:
         try:
             return self._post(headers, msg)
         except MemoryError:
-            msg = None
-            return _json(200, _error(None, _INTERNAL_ERROR, "out of memory"))
+            msg = None  # the request's objects go first: the answer needs a little room
+            return _json(200, _error(None, _INTERNAL_ERROR, "out of memory: try a smaller request"))
         except Exception as e:  # noqa: BLE001 - a fault of this server: an answer, not a dead web thread
             return _json(200, _error(None, _INTERNAL_ERROR, "internal error: %s" % (str(e) or type(e).__name__)))
 

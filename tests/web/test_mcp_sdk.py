@@ -32,6 +32,7 @@ from host_sim import hostenv  # noqa: E402
 OFFERED = ["read_file", "list_dir", "read_section", "search_files", "memory_search", "get_current_time",
            "cron_add", "cron_list", "cron_remove", "gpio_write", "gpio_read", "gpio_read_all", "gpio_pwm",
            "gpio_rgb", "hardware_docs"]
+CLIENT_INFO = {"name": "raw-http-test", "version": "1"}
 
 
 def _free_port():
@@ -183,7 +184,7 @@ def test_sdk_against_the_micropython_runtime(micropython_board):
 def _http_rules(url):
     """No token, a wrong one, another site's page, GET, a body too big: refused."""
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT_INFO}}
     accept = {"Accept": "application/json, text/event-stream"}
     with httpx2.Client(timeout=30) as h:
         r = h.post(url, json=init, headers=accept)
@@ -204,7 +205,8 @@ def _http_rules(url):
                                                                      "Content-Type": "application/json"}))
         assert r.status_code == 400 and r.json()["error"]["code"] == -32700
         assert h.delete(url, headers=dict(good, **{"Mcp-Session-Id": sid})).status_code == 200
-        r = h.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=dict(good, **{"Mcp-Session-Id": sid}))
+        r = h.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "ping"},
+                   headers=dict(good, **{"Mcp-Session-Id": sid}))
         assert r.status_code == 404
 
 
@@ -221,7 +223,7 @@ def test_a_body_microdot_left_in_the_stream_is_read(cpython_board, monkeypatch):
     url, _ = cpython_board
     good = {"Accept": "application/json, text/event-stream", "Authorization": "Bearer " + mcp_board.TOKEN}
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": CLIENT_INFO}}
     with httpx2.Client(timeout=30) as h:
         r = h.post(url, json=init, headers=good)
         assert r.status_code == 200 and r.json()["result"]["protocolVersion"] == "2025-03-26"
