@@ -163,11 +163,11 @@ class Server:
                 return _json(400, _error(None, _INVALID_REQUEST, "an empty batch"))
             out = []
             for m in msg:
-                r = self._one(m, True)
+                r = self._one(m)
                 if r is not None:
                     out.append(r)
             return _json(200, out) if out else (202, {}, None)
-        r = self._one(msg, False)
+        r = self._one(msg)
         if r is None:
             return (202, {}, None)
         code = r.get("error", {}).get("code")
@@ -203,7 +203,7 @@ class Server:
             result["instructions"] = self.instructions
         return _json(200, _ok(mid, result), {"Mcp-Session-Id": sid})
 
-    def _one(self, msg, in_batch):
+    def _one(self, msg):
         """The answer to one message of a session (a dict), or None for a notification or
         a response from the client."""
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
