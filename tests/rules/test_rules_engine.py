@@ -331,3 +331,59 @@ def test_mqtt_rules_are_stored_without_a_client_and_fail_told_once():
     engine.tick(2000, T0 + 120)
     t = _texts(b)
     assert len(t) == 1 and "MQTT" in t[0]
+
+
+def test_an_at_rule_fires_once_then_is_removed():
+    _, b = _fresh("+08:00")
+    r = store.add(_rule(when={"at": "2026-01-01 09:30"}, do=[{"message": "once, at {time}"}]))
+    assert r["when"] == {"at_s": T0 + 5400}  # 09:30 at +08:00 is 01:30 UTC
+    engine.tick(0, T0 + 5399)
+    assert _texts(b) == []
+    engine.tick(1000, T0 + 5400)
+    assert _texts(b) == ["once, at 09:30"]
+    assert store.list() == []
+    engine.tick(2000, T0 + 5401)
+    engine.tick(3000, T0 + 9000)
+    assert _texts(b) == []
+
+
+def test_time_rules_wait_for_the_clock():
+    _, b = _fresh()
+    store.add(_rule(when={"every_s": 60}, do=[{"message": "tick"}]))
+    for s in range(0, 600, 60):
+        engine.tick(s * 1000, 1000 + s)  # 1970: the clock was never set
+    assert _texts(b) == []
+    engine.tick(700000, T0)
+    engine.tick(760000, T0 + 60)
+    assert _texts(b) == ["tick"]
+
+
+def test_a_ds18b20_trigger_reads_without_blocking_the_io_thread():
+    import ds18x20
+
+    _, b = _fresh()
+    store.add(_rule(when={"sensor": "ds18b20:9", "below": 4, "every_s": 5}, do=[{"message": "tank {value} °C"}]))
+    ds18x20.sim_set(9, 3.5)
+    n = ds18x20.CONVERSIONS[0]
+    engine.tick(0, T0)  # starts a conversion, returns at once
+    assert ds18x20.CONVERSIONS[0] == n + 1 and _texts(b) == []
+    engine.tick(500, T0)
+    assert _texts(b) == []  # the engine comes back 1 s after starting it (a conversion takes 750 ms)
+    engine.tick(1000, T0 + 1)
+    assert _texts(b) == ["tank 3.5 °C"]  # read, and the next conversion started
+    assert ds18x20.CONVERSIONS[0] == n + 2
+
+
+def test_an_mqtt_publish_that_fails_is_told_once():
+    _, b = _fresh()
+    fake = FakeMqtt()
+    fake.publish = lambda topic, payload, retain=False: False
+    _with_mqtt(fake)
+    try:
+        store.add(_rule(when={"every_s": 60}, do=[{"mqtt": "home/fan", "payload": "{value}"}]))
+        for i in range(4):
+            engine.tick(i * 61000, T0 + i * 61)
+        t = _texts(b)
+        assert len(t) == 1 and "home/fan failed" in t[0]
+    finally:
+        _with_mqtt(None)
