@@ -221,3 +221,14 @@ def test_the_agent_makes_a_rule_from_chat_and_the_board_then_acts_alone():
     m = b.outbound.get(0)
     assert m["chat_id"] == OWNER and m["text"] == "The door button was pressed at 23:00"
     assert p.requests and len(p.requests) == 2  # no LLM call for the firing
+
+
+def test_sensor_kinds_come_from_the_pin_aliases_table_and_the_fast_path_leaves_them_alone():
+    _fresh()
+    from mimi.hw import fastpath
+
+    al = ds.aliases()
+    assert al["room"] == (6, "dht22") and al["tank"] == (9, "ds18b20") and al["light_level"] == (7, "adc")
+    assert al["door"] == (4, "in") and al["fan"] == (5, "out")
+    assert fastpath.try_handle("turn on room", ()) is None and 6 not in machine.PINS
+    assert fastpath.try_handle("turn on fan", ()).startswith("Turned fan (GPIO5) on")
