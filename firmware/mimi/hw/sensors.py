@@ -32,6 +32,7 @@ from mimi.hw import pins
 _SENSOR_DHT_MIN_MS = const(2000)  # DHT22 datasheet: one reading per 2 s at most (DHT11: 1 s)
 _SENSOR_DS_CONVERT_MS = const(750)  # DS18B20 at 12 bits (its datasheet's tCONV)
 _SENSOR_I2C_FREQ_HZ = const(100000)
+_SENSOR_I2C_TIMEOUT_US = const(10000)  # per address: a bus held low costs a scan about 1 s, not 6
 _SENSOR_ADC_PINS = const("1-10")  # ADC1 on the ESP32-S3
 
 KINDS = ("dht11", "dht22", "ds18b20", "adc")
@@ -172,5 +173,6 @@ def i2c_scan(sda, scl):
     pins.check(scl)
     import machine
 
-    bus = machine.I2C(0, scl=machine.Pin(scl), sda=machine.Pin(sda), freq=_SENSOR_I2C_FREQ_HZ)
+    bus = machine.I2C(0, scl=machine.Pin(scl), sda=machine.Pin(sda), freq=_SENSOR_I2C_FREQ_HZ,
+                      timeout=_SENSOR_I2C_TIMEOUT_US)
     return sorted(bus.scan())

@@ -276,7 +276,8 @@ def _time_trigger(st, w, now_s, now_ms):
     elif "daily" in w:
         st["next_s"] = clock.next_daily(clock.parse_hhmm(w["daily"]), now_s)
     _fire(st, clock.iso_local(now_s)[11:16], now_ms)
-    if "at_s" in w:  # once: done
+    if "at_s" in w:  # once: done (and never again, should the file refuse the removal)
+        st["next_s"] = 1 << 32
         try:
             store.remove(st["rule"]["id"])
         except ValueError:
