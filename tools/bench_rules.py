@@ -8,7 +8,7 @@ heapsize=512K`` (the unix port, 64-bit) and, when it is there, under
 ``../shared/tools/micropython32`` (32-bit, as the ESP32-S3's pointers are). Each prints,
 from ``gc.mem_alloc()`` after a collection:
 - ``mimi.tools.rule_tools``, which every app loads (the tools are registered at init), and
-  ``mimi.rules.engine`` with ``mimi.rules.store``, which the I/O thread loads once
+  ``mimi.rules.engine`` with ``mimi.rules.store`` and ``.actions``, which the I/O thread loads once
   ``/data/rules.json`` exists (``mimi.rules.tick``);
 - ``mimi.hw.sensors`` and ``mimi.hw.gpio``, loaded once a rule reads a sensor or drives a pin;
 - 16 rules (the most there may be: 4 pin edges, 4 sensor thresholds, 4 daily, 2 every,
@@ -90,14 +90,14 @@ m0 = used()
 from mimi.tools import rule_tools  # noqa: E402
 
 m1 = used()
-from mimi.rules import engine, store  # noqa: E402
+from mimi.rules import actions, engine, store  # noqa: E402, F401
 
 m2 = used()
 from mimi.hw import gpio, sensors  # noqa: E402, F401
 
 m3 = used()
 print("modules: rule_tools %.1f KB (every app: the tools are registered at init), rules.engine + "
-      "rules.store %.1f KB (once there are rules), hw.sensors + hw.gpio %.1f KB (once a rule uses hardware)" % ((m1 - m0) / 1024, (m2 - m1) / 1024,
+      "rules.store + rules.actions %.1f KB (once there are rules), hw.sensors + hw.gpio %.1f KB (once a rule uses hardware)" % ((m1 - m0) / 1024, (m2 - m1) / 1024,
                                                                       (m3 - m2) / 1024))
 
 dht.sim_set(8, 21.5, 40)

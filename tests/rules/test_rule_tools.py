@@ -145,9 +145,10 @@ def test_rule_test_reads_the_trigger_and_runs_the_actions_when_asked():
     assert "room reads 30.2 now" in t and "do message: It is 30.2 °C: fan on" in t
     assert 5 not in machine.PINS  # only looked
     _run("rule_add", _FAN)
-    t, err = _run("rule_test", {"id": "r1", "run": True})
+    b = busmod.Bus(4, 4)
+    t, err = _run("rule_test", {"id": "r1", "run": True}, _ctx(bus=b))
     assert not err and "all worked" in t, t
-    assert machine.PINS[5]["value"] == 1
+    assert machine.PINS[5]["value"] == 1 and b.outbound.get(0)["text"] == "It is 30.2 °C: fan on"
     assert _run("rule_test", {})[1]
 
 

@@ -17,38 +17,31 @@ A tick:
   is removed after it fired). An ``every_s`` or ``daily`` time missed while the board
   was off is not made up.
 A trigger whose pin or sensor fails is tried again after ``_RULES_RETRY_MS``.
-A rule fires when its conditions hold (``between`` a local time window, a sensor's value,
-a pin's level); its actions run in order: a pin level or PWM through ``mimi.hw.gpio`` (the
-pin policy), a message to its chat on the bus, a prompt for the agent (an inbound
-message like a cron job's, in the session ``cron_rule_<id>``), an MQTT publish. Messages
-and prompts count against ``config.RULES_MSG_PER_HOUR`` per rule and
-``RULES_MSG_PER_HOUR_ALL`` for all. Each firing is logged (tag ``rules``). A rule that
-fails (a refused pin, a sensor that does not answer, a limit, MQTT down) tells its chat
-once, and again only after it has worked in between.
+A rule fires when its conditions hold; then its actions run (both in
+``mimi.rules.actions``: pins, messages, prompts, MQTT, and the hourly limits). Each firing
+is logged (tag ``rules``). A rule that fails (a refused pin, a sensor that does not
+answer, a limit, MQTT down) tells its chat once, and again only after it has worked in
+between.
 
-Texts may hold ``{value}`` (what fired it: the sensor's value, the pin's level, the MQTT
-payload), ``{name}``, ``{time}`` (local HH:MM) and ``{<sensor>}`` (that sensor's value).
 MQTT is optional: without ``mimi.net.mqtt`` (or while it is not set up) MQTT rules wait
-and an MQTT action fails; the engine subscribes to its rules' topics when it can.
+and an MQTT action fails; the engine subscribes to its rules' topics when it can (tried
+again every ``_RULES_MQTT_RETRY_MS``), and the client hands messages to ``on_mqtt``.
 """
-import json
-
 from micropython import const
 
 from mimi import clock, config, log, seam
-from mimi.rules import store
+from mimi.rules import actions, store
 
 # Tunables (config.py holds those shared by several modules and the settings).
 _RULES_RELOAD_MS = const(5000)  # how often the file is looked at for a change by hand
 _RULES_MQTT_QUEUE = const(8)  # MQTT messages waiting for the next tick
 _RULES_MQTT_RETRY_MS = const(30000)  # subscriptions are tried again this often
 _RULES_RETRY_MS = const(60000)  # a trigger whose pin or sensor failed is tried again after this
-_HOUR_MS = const(3600000)
 _TAG = const("rules")
 
 # The engine's state (the I/O thread's; on_mqtt only appends to "mqtt").
 _st = {"bus": None, "version": -1, "stamp": None, "check_ms": None, "rules": [], "run": {}, "bad_file": None,
-       "mqtt": [], "subs": [], "sub_ms": None, "sec": None, "tz": None, "sent": []}
+       "mqtt": [], "subs": [], "sub_ms": None, "sec": None, "tz": None}
 
 
 def init(bus):
@@ -60,7 +53,8 @@ def reset():
     """Forget the rules and every state (tests; the next tick loads the file afresh)."""
     bus = _st["bus"]
     _st.update({"bus": bus, "version": -1, "stamp": None, "check_ms": None, "rules": [], "run": {},
-                "bad_file": None, "mqtt": [], "subs": [], "sub_ms": None, "sec": None, "tz": None, "sent": []})
+                "bad_file": None, "mqtt": [], "subs": [], "sub_ms": None, "sec": None, "tz": None})
+    actions.reset()
 
 
 def on_mqtt(topic, payload):
@@ -71,15 +65,6 @@ def on_mqtt(topic, payload):
     if len(q) >= _RULES_MQTT_QUEUE:
         q.pop(0)
     q.append((topic, payload))
-
-
-def _mqtt():
-    """The MQTT client module, or None when this build has none."""
-    try:
-        from mimi.net import mqtt
-    except ImportError:
-        return None
-    return mqtt
 
 
 def topic_matches(filt, topic):
@@ -154,7 +139,7 @@ def _subscribe(now_ms):
         return
     first = _st["sub_ms"] is None
     _st["sub_ms"] = now_ms
-    m = _mqtt()
+    m = actions.mqtt()
     for s in todo:
         try:
             if m is None:
@@ -260,7 +245,7 @@ def _sensor_trigger(st, w, now_ms):
             _fire(st, v, now_ms)
     elif v < t - h if up else v > t + h:
         st["fired"] = False  # armed again
-        log.info(_TAG, "%s armed again (%s)", st["rule"]["id"], _fmt(v))
+        log.info(_TAG, "%s armed again (%s)", st["rule"]["id"], actions.fmt(v))
 
 
 def _time_trigger(st, w, now_s, now_ms):
@@ -284,158 +269,19 @@ def _time_trigger(st, w, now_s, now_ms):
             pass
 
 
-def _fmt(v):
-    if isinstance(v, float):
-        return "%d" % v if v == int(v) else "%.1f" % v
-    return str(v)
-
-
-def fill(text, rule, value):
-    """``text`` with ``{value}``, ``{name}``, ``{time}`` and ``{<sensor>}`` filled in (a
-    sensor that cannot be read gives ``?``)."""
-    out = []
-    i = 0
-    while True:
-        a = text.find("{", i)
-        b = text.find("}", a + 1) if a >= 0 else -1
-        if b < 0 or b - a > 48:
-            out.append(text[i:])
-            return "".join(out)
-        out.append(text[i:a])
-        k = text[a + 1:b].strip()
-        if k == "value":
-            out.append(_fmt(value))
-        elif k == "name":
-            out.append(rule.get("name", ""))
-        elif k == "time":  # the tick's time (tests give theirs)
-            t = _st["sec"] or seam.time_s()
-            out.append(clock.iso_local(t)[11:16] if clock.synced(t) else "?")
-        else:
-            try:
-                from mimi.hw import sensors
-
-                v = sensors.read(k, False)
-                out.append("?" if v is None else _fmt(v))
-            except (ValueError, OSError):
-                out.append(text[a:b + 1] if " " in k else "?")
-        i = b + 1
-
-
-def check(rule, now_s=None):
-    """Whether ``rule``'s conditions hold now: ``(True/False, [one line per condition])``.
-    A sensor that cannot be read raises (``ValueError``/``OSError``)."""
-    ok = True
-    lines = []
-    for c in rule.get("if") or ():
-        if "between" in c:
-            if now_s is None:
-                now_s = seam.time_s()
-            a = clock.parse_hhmm(c["between"][0])
-            b = clock.parse_hhmm(c["between"][1])
-            if clock.synced(now_s):
-                t = clock.local(now_s)
-                m = t[3] * 60 + t[4]
-                hold = a <= m < b if a <= b else m >= a or m < b  # a window over midnight
-                lines.append("between %s and %s: %s (now %02d:%02d)" % (c["between"][0], c["between"][1],
-                                                                       "yes" if hold else "no", t[3], t[4]))
-            else:
-                hold = False
-                lines.append("between: no (the clock is not set yet)")
-        elif "sensor" in c:
-            from mimi.hw import sensors
-
-            v = sensors.read(c["sensor"], False)
-            up = "above" in c
-            t = c["above"] if up else c["below"]
-            hold = v is not None and (v > t if up else v < t)
-            lines.append("%s %s %s: %s (%s)" % (c["sensor"], "above" if up else "below", _fmt(t),
-                                               "yes" if hold else "no", "no reading yet" if v is None else _fmt(v)))
-        else:
-            pin = store.pin_of(c["pin"])[0]
-            from mimi.hw import gpio
-
-            v = gpio.read(pin)[1]
-            hold = v == c["is"]
-            lines.append("%s is %d: %s (reads %d)" % (c["pin"], c["is"], "yes" if hold else "no", v))
-        ok = ok and hold
-    return ok, lines
-
-
-def _count(st, now_ms):
-    """Count one message or prompt of rule ``st``; ``ValueError`` past the hourly limits."""
-    for times, cap, who in ((st["sent"], config.RULES_MSG_PER_HOUR, "this rule"),
-                            (_st["sent"], config.RULES_MSG_PER_HOUR_ALL, "all rules together")):
-        while times and seam.ticks_diff(now_ms, times[0]) >= _HOUR_MS:
-            times.pop(0)
-        if len(times) >= cap:
-            raise ValueError("%s sent %d messages and prompts in the last hour, the most allowed" % (who, cap))
-    st["sent"].append(now_ms)
-    _st["sent"].append(now_ms)
-
-
-def act(st, value, now_ms=None):
-    """Run the actions of ``st["rule"]`` now; return the errors (a list of str, [] when
-    every action worked). Used by a firing and by ``rule_test``."""
-    r = st["rule"]
-    now = seam.ticks_ms() if now_ms is None else now_ms
-    bus = _st["bus"]
-    errs = []
-    for a in r["do"]:
-        try:
-            if "pin" in a:
-                from mimi.hw import gpio
-
-                gpio.write(store.pin_of(a["pin"], True)[0], a["value"])
-            elif "pwm" in a:
-                from mimi.hw import gpio
-
-                gpio.pwm(store.pin_of(a["pwm"], True)[0], a["duty"], a.get("freq_hz"))
-            elif "mqtt" in a:
-                m = _mqtt()
-                if m is None:
-                    raise OSError("this build has no MQTT client (mimi.net.mqtt)")
-                if m.publish(a["mqtt"], fill(a.get("payload", ""), r, value), a.get("retain", False)) is False:
-                    raise OSError("MQTT publish to %s failed (not connected?)" % a["mqtt"])
-            elif bus is None:
-                raise OSError("no message bus (the assistant is not running)")
-            elif "message" in a:
-                _count(st, now)
-                chat = str(a.get("chat_id") or r["chat_id"])
-                ch = "feishu" if chat[:3] == "fs_" else r["channel"] if chat == r["chat_id"] else "telegram"
-                if not bus.send(ch, chat, fill(a["message"], r, value), "text", 0):
-                    raise OSError("the outbound queue is full")
-            else:  # prompt: a turn for the agent, as a cron job's
-                _count(st, now)
-                from mimi import commands
-                from mimi.storage import sessions
-
-                rid = r["id"]
-                if not bus.inbound.put({"channel": "cron", "chat_id": r["chat_id"],
-                                        "session": sessions.key_for("cron", "rule_" + rid),
-                                        "text": commands.text("rule_prompt", rid, r["name"], _fmt(value),
-                                                              fill(a["prompt"], r, value)),
-                                        "job": rid, "reply_channel": r["channel"],
-                                        "is_group": commands.is_group(r.get("by") or r["chat_id"]),
-                                        "by": r.get("by"), "once": False}):
-                    raise OSError("the assistant is busy (its queue is full)")
-        except Exception as e:  # noqa: BLE001 - one failing action does not stop the others
-            errs.append("%s: %s" % (json.dumps(a)[:60], str(e) or type(e).__name__))
-    return errs
-
-
 def _fire(st, value, now_ms):
     """Fire rule ``st`` (what fired it: ``value``): conditions, then actions; log it."""
     r = st["rule"]
     try:
-        ok, why = check(r, _st["sec"])
+        ok, why = actions.check(r, _st["sec"])
     except Exception as e:  # noqa: BLE001 - a condition's sensor that fails
         _failed(st, ["condition: %s" % (str(e) or type(e).__name__)])
         return
     if not ok:
-        log.info(_TAG, "%s triggered (%s), conditions not met: %s", r["id"], _fmt(value), "; ".join(why))
+        log.info(_TAG, "%s triggered (%s), conditions not met: %s", r["id"], actions.fmt(value), "; ".join(why))
         return
-    errs = act(st, value, now_ms)
-    log.info(_TAG, "%s fired (%s)%s", r["id"], _fmt(value), ": " + "; ".join(errs) if errs else "")
+    errs = actions.act(st, value, _st["bus"], now_ms, _st["sec"])
+    log.info(_TAG, "%s fired (%s)%s", r["id"], actions.fmt(value), ": " + "; ".join(errs) if errs else "")
     if errs:
         _failed(st, errs)
     elif st["bad"]:

@@ -100,7 +100,7 @@ def rule_test(args, ctx):
     """A stored rule (``id``) or one not stored yet (``rule``): is it valid, what its trigger
     and conditions read now, what its actions would do; ``run`` runs the actions now."""
     from mimi import clock
-    from mimi.rules import engine, store
+    from mimi.rules import actions, store
 
     if ("id" in args) == ("rule" in args):
         raise ValueError("give id (a stored rule) or rule (one to try), not both")
@@ -128,7 +128,7 @@ def rule_test(args, ctx):
         up = "above" in w
         t = w["above"] if up else w["below"]
         out.append("trigger: %s reads %s now; fires when it goes %s %s (again after %s %s), read every %d s" % (
-            w["sensor"], engine.fill("{value}", r, value), "above" if up else "below", t,
+            w["sensor"], actions.fill("{value}", r, value), "above" if up else "below", t,
             "below" if up else "above", t - w["hysteresis"] if up else t + w["hysteresis"], w["every_s"]))
     elif "mqtt" in w:
         out.append("trigger: a message on %s%s" % (w["mqtt"], " with payload %s" % w["payload"] if "payload" in w
@@ -140,18 +140,18 @@ def rule_test(args, ctx):
             "every %d s" % w["every_s"] if "every_s" in w else "daily at %s (local)" % w["daily"] if "daily" in w
             else "once at " + clock.iso_local(w["at_s"]), "%02d:%02d" % now[3:5] if now else "clock not set"))
         value = "%02d:%02d" % now[3:5] if now else "?"
-    ok, lines = engine.check(r)
+    ok, lines = actions.check(r)
     for ln in lines:
         out.append("if " + ln)
     out.append("conditions hold now: %s" % ("yes" if ok else "no"))
     for a in r["do"]:
         text = a.get("message") or a.get("prompt")
         if text:
-            out.append("do %s: %s" % ("message" if "message" in a else "prompt", engine.fill(text, r, value)))
+            out.append("do %s: %s" % ("message" if "message" in a else "prompt", actions.fill(text, r, value)))
         else:
             out.append("do " + ", ".join("%s=%s" % (k, a[k]) for k in sorted(a)))
     if args.get("run"):
-        errs = engine.act({"rule": r, "sent": [], "bad": None}, value)
+        errs = actions.act({"rule": r, "sent": [], "bad": None}, value, ctx.get("bus"))
         out.append("ran the actions now: " + ("; ".join(errs) if errs else "all worked"))
     return "\n".join(out)
 
