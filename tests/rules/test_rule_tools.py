@@ -233,3 +233,15 @@ def test_sensor_kinds_come_from_the_pin_aliases_table_and_the_fast_path_leaves_t
     assert al["door"] == (4, "in") and al["fan"] == (5, "out")
     assert fastpath.try_handle("turn on room", ()) is None and 6 not in machine.PINS
     assert fastpath.try_handle("turn on fan", ()).startswith("Turned fan (GPIO5) on")
+
+
+def test_rules_json_is_written_only_through_the_rule_tools():
+    _fresh()
+    from mimi.tools import files
+
+    files.register_all()
+    t, err = _run("write_file", {"path": config.RULES_PATH, "content": '{"seq": 0, "rules": []}'})
+    assert err and "use the rule tools" in t
+    _run("rule_add", _FAN)
+    t, err = _run("read_file", {"path": config.RULES_PATH})
+    assert not err and "fan when hot" in t  # it can be read
