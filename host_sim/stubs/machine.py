@@ -3,7 +3,9 @@
 Follows https://docs.micropython.org/en/latest/library/machine.html for the parts mimi
 uses: ``Pin``, ``PWM``, ``WDT``, ``RTC`` (with its ``memory()`` that survives a soft
 reset), ``reset``, ``soft_reset``, ``unique_id``, ``freq``, ``reset_cause``, ``idle``,
-``bitstream`` (what ``neopixel`` sends). Pin numbers are the ESP32-S3's: 0-21 and 26-48
+``bitstream`` (what ``neopixel`` sends), ``ADC`` and ``I2C`` (the sensors: tests put a
+voltage on an ADC pin with ``sim_adc(pin, mv)`` and devices on a bus with
+``sim_i2c(sda, scl, addresses)``). Pin numbers are the ESP32-S3's: 0-21 and 26-48
 (the chip has no GPIO22-25; the ESP32 port raises ``ValueError`` for them).
 
 Pins have no electrical side: the stand-in records each pin's mode, level and PWM
