@@ -46,6 +46,8 @@ def sim_reset():
     """Host only: forget every pin's state and every outside signal (a fresh board)."""
     PINS.clear()
     _inputs.clear()
+    _adc_mv.clear()
+    _i2c_found.clear()
 
 
 def _state(n):
