@@ -374,13 +374,23 @@ def list():
         return _load()[1]
 
 
+def _show(v):
+    """``v`` as compact JSON for people: text as it is (CPython's json escapes all but ASCII)."""
+    if isinstance(v, dict):
+        return "{" + ",".join('"%s":%s' % (k, _show(v[k])) for k in v) + "}"
+    if isinstance(v, type([])):
+        return "[" + ",".join(_show(x) for x in v) + "]"
+    if isinstance(v, str):
+        return '"%s"' % v.replace('"', '\\"')
+    return json.dumps(v)
+
+
 def line(r):
     """One rule in a line: ``r1 "fan when hot" (paused): when {"daily":"08:00"} if [...] do [...]``."""
     state = " (switched off, damaged: %s)" % r["off"] if r.get("off") else " (paused)" if r.get("paused") else ""
     w = r.get("when") or {}
     if "at_s" in w:
         w = {"at": clock.iso_local(w["at_s"])}
-    cond = " if " + json.dumps(r["if"], separators=(",", ":")) if r.get("if") else ""
+    cond = " if " + _show(r["if"]) if r.get("if") else ""
     return "%s \"%s\"%s: when %s%s do %s -> %s %s" % (
-        r.get("id"), r.get("name"), state, json.dumps(w, separators=(",", ":")), cond,
-        json.dumps(r.get("do"), separators=(",", ":")), r.get("channel"), r.get("chat_id"))
+        r.get("id"), r.get("name"), state, _show(w), cond, _show(r.get("do")), r.get("channel"), r.get("chat_id"))
