@@ -96,9 +96,9 @@ m2 = used()
 from mimi.hw import gpio, sensors  # noqa: E402, F401
 
 m3 = used()
-print("modules: rule_tools %.1f KB (every app: the tools are registered at init), rules.engine + "
-      "rules.store + rules.actions %.1f KB (once there are rules), hw.sensors + hw.gpio %.1f KB (once a rule uses hardware)" % ((m1 - m0) / 1024, (m2 - m1) / 1024,
-                                                                      (m3 - m2) / 1024))
+print("modules: rule_tools %.1f KB (every app: the tools are registered at init), rules.engine + rules.store + "
+      "rules.actions %.1f KB (once there are rules), hw.sensors + hw.gpio %.1f KB (once a rule uses hardware)"
+      % ((m1 - m0) / 1024, (m2 - m1) / 1024, (m3 - m2) / 1024))
 
 dht.sim_set(8, 21.5, 40)
 ds18x20.sim_set(9, 15.0)

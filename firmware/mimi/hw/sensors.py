@@ -19,7 +19,8 @@ ESP32-S3): ADC2 is shared with WiFi, which takes it (ESP-IDF "ADC Oneshot Mode D
 Reads are short: a DHT read takes about 5 ms (and is cached ``_SENSOR_DHT_MIN_MS``: the
 part answers at most every 2 s); a DS18B20 conversion takes 750 ms, so ``read(name,
 wait=False)`` (the rules engine, in the I/O thread) starts one and returns the last
-reading (None before the first), and a call 750 ms later reads the result and starts the next; ``wait=True`` (a tool, in the agent thread) waits for it.
+reading (None before the first), and a call 750 ms later reads the result and starts the
+next; ``wait=True`` (a tool, in the agent thread) waits for it.
 Errors raise ``ValueError`` (a name that is no sensor, a refused pin) or ``OSError`` (the
 part did not answer).
 """
@@ -122,7 +123,8 @@ def read(name, wait=True, atten_db=11, now_ms=None):
             if d is None:
                 import dht
 
-                d = _dev[pin] = [(dht.DHT11 if kind == "dht11" else dht.DHT22)(machine.Pin(pin)), None, None, kind, None]
+                part = dht.DHT11 if kind == "dht11" else dht.DHT22
+                d = _dev[pin] = [part(machine.Pin(pin)), None, None, kind, None]
             if d[1] is None or seam.ticks_diff(now, d[1]) >= _SENSOR_DHT_MIN_MS:
                 d[0].measure()  # OSError(ETIMEDOUT) when the part does not answer
                 d[1] = now

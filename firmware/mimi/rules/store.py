@@ -134,8 +134,9 @@ def pin_of(ref, out=False):
             if p is None:
                 raise ValueError("'%s' is neither a GPIO number nor a pin alias (aliases: %s)"
                                  % (ref, ", ".join(sorted(al)) or "none"))
-    if out and kind not in ("out",):
-        raise ValueError("%s is a %s pin: a rule reads it, never drives it" % (ref, "an input" if kind == "in" else kind))
+    if out and kind != "out":
+        raise ValueError("%s is %s: a rule reads it, never drives it" % (ref, "an input" if kind == "in" else
+                                                                        "a %s sensor" % kind))
     pins.check(p)
     return p, kind
 
