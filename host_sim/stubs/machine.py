@@ -33,13 +33,21 @@ SOFT_RESET = 5
 RESET_EXIT = 75  # exit status the launcher reads as "the board reset"
 RESET_REQUESTED = False
 
-PINS = {}  # pin number -> {"mode": int, "value": 0/1, "pull": int or None, "pwm": dict or None}
+PINS = {}  # pin number -> {"mode": int, "value": 0/1, "pull": int or None, "pwm": dict or None, "irq": (handler, trigger)}
 _inputs = {}  # pin number -> level driven from outside
 
 
 def sim_drive(pin, level):
-    """Host only: drive ``pin`` from outside (what a button or sensor would do)."""
-    _inputs[int(pin)] = 1 if level else 0
+    """Host only: drive ``pin`` from outside (what a button or sensor would do). A change
+    calls the pin's ``irq`` handler when its trigger asks for that edge."""
+    n = int(pin)
+    level = 1 if level else 0
+    st = PINS.get(n)
+    old = Pin(n).value() if st else None
+    _inputs[n] = level
+    h = st and st.get("irq")
+    if h and old != level and h[1] & (Pin.IRQ_RISING if level else Pin.IRQ_FALLING):
+        h[0](Pin(n))
 
 
 def sim_reset():
@@ -118,6 +126,9 @@ class Pin:
         st["pull"] = pull
 
     def irq(self, handler=None, trigger=3):
+        """Call ``handler(pin)`` on the edges of ``trigger`` that ``sim_drive`` plays; None
+        removes it."""
+        _state(self._id)["irq"] = (handler, trigger) if handler else None
         return None
 
     def __repr__(self):

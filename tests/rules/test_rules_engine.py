@@ -387,3 +387,23 @@ def test_an_mqtt_publish_that_fails_is_told_once():
         assert len(t) == 1 and "home/fan failed" in t[0]
     finally:
         _with_mqtt(None)
+
+
+def test_a_press_while_the_loop_was_busy_is_not_lost():
+    _, b = _fresh()
+    store.add(_rule(do=[{"message": "pressed ({value})"}]))
+    engine.tick(0, T0)
+    assert machine.PINS[4]["irq"] is not None  # the engine counts the pin's edges
+    machine.sim_drive(4, 0)  # pressed and released between two looks a second apart
+    machine.sim_drive(4, 1)
+    engine.tick(1000, T0)
+    assert _texts(b) == ["pressed (0)"]
+    engine.tick(1010, T0)
+    machine.sim_drive(4, 0)  # a glitch between two looks 10 ms apart: the debounce's to judge
+    machine.sim_drive(4, 1)
+    engine.tick(1020, T0)
+    engine.tick(2000, T0)
+    assert _texts(b) == []
+    store.remove("r1")
+    engine.tick(3000, T0)
+    assert machine.PINS[4]["irq"] is None  # no rule watches it now

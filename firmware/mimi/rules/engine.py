@@ -8,7 +8,9 @@ A tick:
 - handles the MQTT messages ``on_mqtt`` queued (``mimi.net.mqtt`` calls it);
 - reads each pin a pin rule watches: a level must hold ``debounce_ms`` before it counts,
   and a change of the held level is an edge (``rising``, ``falling``, ``both``). The
-  first level read is where it starts: no edge at boot;
+  first level read is where it starts: no edge at boot. An interrupt counts the pin's
+  edges too, so a press that began and ended while the loop was busy (two looks further
+  apart than ``debounce_ms``, the level as before, two edges or more) fires once;
 - reads each trigger sensor every ``every_s``: ``above`` fires when the value goes over
   the threshold and not again until it has fallen below threshold - hysteresis (``below``
   the other way round). It starts armed: a value already over fires once;
@@ -115,6 +117,12 @@ def _reload(now_ms):
         if st is None or st["rule"] != r:  # a changed rule (paused, edited by hand) starts afresh
             st = {"rule": r, "sent": st["sent"] if st else [], "bad": st["bad"] if st else None}
         run[r["id"]] = st
+    for k in old:  # a pin no rule watches any more counts no edges
+        if "pin" in old[k] and run.get(k) is not old[k]:
+            try:
+                old[k]["pin"].irq(None)
+            except (AttributeError, OSError, ValueError):
+                pass
     _st["run"] = run
     _st["rules"] = rules
     _st["subs"] = [s for s in _st["subs"] if s[1]]
@@ -211,15 +219,34 @@ def _pin_trigger(st, w, now_ms):
         gpio.read(pin, None if pull is None else pull)
         p = st["pin"] = seam.pin(pin)
         st["level"] = st["held"] = p.value()
-        st["since"] = now_ms
+        st["since"] = st["look"] = now_ms
+        # Edges counted by an interrupt: a press that starts and ends while the I/O loop
+        # is busy elsewhere (a send) leaves the level as it was, but not the count.
+        edges = st["edges"] = [0]
+        st["seen"] = 0
+
+        def on_edge(_pin):
+            edges[0] += 1
+
+        try:
+            p.irq(on_edge, p.IRQ_RISING | p.IRQ_FALLING)
+        except (AttributeError, OSError, ValueError):  # no interrupt there: the looks alone
+            pass
         return
     v = p.value()
-    if v != st["level"]:
+    n = st["edges"][0]
+    slow = seam.ticks_diff(now_ms, st["look"]) > w["debounce_ms"]
+    st["look"] = now_ms
+    missed = slow and v == st["held"] == st["level"] and n - st["seen"] >= 2
+    st["seen"] = n
+    e = w["edge"]
+    if missed:  # away and back between two looks, longer apart than the debounce: both edges happened
+        _fire(st, 1 if e == "rising" else 0 if e == "falling" else 1 - v, now_ms)
+    elif v != st["level"]:
         st["level"] = v
         st["since"] = now_ms
     elif v != st["held"] and seam.ticks_diff(now_ms, st["since"]) >= w["debounce_ms"]:
         st["held"] = v
-        e = w["edge"]
         if e == "both" or (e == "rising") == (v == 1):
             _fire(st, v, now_ms)
 
