@@ -7,9 +7,9 @@ sensors in its Pin Aliases table) and runs this same file under ``micropython -X
 heapsize=512K`` (the unix port, 64-bit) and, when it is there, under
 ``../shared/tools/micropython32`` (32-bit, as the ESP32-S3's pointers are). Each prints,
 from ``gc.mem_alloc()`` after a collection:
-- ``mimi.tools.rule_tools``, which every app loads (the tools are registered at init), and
-  ``mimi.rules.engine`` with ``mimi.rules.store`` and ``.actions``, which the I/O thread loads once
-  ``/data/rules.json`` exists (``mimi.rules.tick``);
+- ``mimi.tools.rule_tools`` with its 7 tools registered, what every app holds (init), and
+  ``mimi.rules.chat`` (the tools' bodies), ``.engine``, ``.store`` and ``.actions``, loaded
+  once a rule tool is called or ``/data/rules.json`` exists (``mimi.rules.tick``);
 - ``mimi.hw.sensors`` and ``mimi.hw.gpio``, loaded once a rule reads a sensor or drives a pin;
 - 16 rules (the most there may be: 4 pin edges, 4 sensor thresholds, 4 daily, 2 every,
   2 MQTT) loaded by the engine with their running state, after a few ticks;
@@ -89,15 +89,16 @@ datasheets.aliases()  # the index, built before measuring
 m0 = used()
 from mimi.tools import rule_tools  # noqa: E402
 
+rule_tools.register_all()
 m1 = used()
-from mimi.rules import actions, engine, store  # noqa: E402, F401
+from mimi.rules import actions, chat, engine, store  # noqa: E402, F401
 
 m2 = used()
 from mimi.hw import gpio, sensors  # noqa: E402, F401
 
 m3 = used()
-print("modules: rule_tools %.1f KB (every app: the tools are registered at init), rules.engine + rules.store + "
-      "rules.actions %.1f KB (once there are rules), hw.sensors + hw.gpio %.1f KB (once a rule uses hardware)"
+print("modules: rule_tools with the 7 tools registered %.1f KB (every app, at init); rules.chat, .engine, "
+      ".store, .actions %.1f KB (once a rule tool is called or there are rules), hw.sensors + hw.gpio %.1f KB (once a rule uses hardware)"
       % ((m1 - m0) / 1024, (m2 - m1) / 1024, (m3 - m2) / 1024))
 
 dht.sim_set(8, 21.5, 40)

@@ -190,15 +190,15 @@ def _do(name, x, a):
             rows.append("%s %s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"),
                                                 j.get("chat_id"), j.get("text")))
     if group == "rule":  # rule_list, rule_pause, rule_resume, rule_remove (the console is the owner)
-        from mimi.tools import rule_tools
+        from mimi.rules import chat
 
         ctx = {"channel": "cli", "chat_id": config.CLI_CHAT_ID}
         if verb == "list":
-            t = rule_tools.rule_list({}, ctx)
+            t = chat.rule_list({}, ctx)
             return [] if t == "no rules" else t.split("\n")
         if verb == "remove":
-            return rule_tools.rule_remove({"id": x.strip()}, ctx)
-        return rule_tools.rule_pause({"id": x.strip(), "paused": verb == "pause"}, ctx)
+            return chat.rule_remove({"id": x.strip()}, ctx)
+        return chat.rule_pause({"id": x.strip(), "paused": verb == "pause"}, ctx)
     if group == "heap":
         return commands.heap()
     if group == "status":

@@ -147,15 +147,11 @@ class NVS:
         _simflash.write_atomic(_FILE, json.dumps(data).encode())
 
 
-# -- the chip's temperature sensor (ESP32-S2/S3/C3): tests set what it reads ------------
-_mcu_temp_c = [41]
+def __getattr__(name):
+    """``mcu_temperature`` and ``sim_mcu_temperature`` live in ``_simsensors`` (loaded when
+    used: see the ``machine`` stand-in)."""
+    if name in ("mcu_temperature", "sim_mcu_temperature"):
+        import _simsensors
 
-
-def sim_mcu_temperature(deg_c):
-    """Host only: what ``mcu_temperature()`` returns."""
-    _mcu_temp_c[0] = deg_c
-
-
-def mcu_temperature():
-    """The chip's internal temperature in deg C (an int on the device)."""
-    return _mcu_temp_c[0]
+        return getattr(_simsensors, name)
+    raise AttributeError(name)

@@ -3,7 +3,7 @@
 Follows https://docs.micropython.org/en/latest/library/machine.html for the parts mimi
 uses: ``Pin``, ``PWM``, ``WDT``, ``RTC`` (with its ``memory()`` that survives a soft
 reset), ``reset``, ``soft_reset``, ``unique_id``, ``freq``, ``reset_cause``, ``idle``,
-``bitstream`` (what ``neopixel`` sends), ``ADC`` and ``I2C`` (the sensors: tests put a
+``bitstream`` (what ``neopixel`` sends), ``ADC`` and ``I2C`` (the sensors, from ``_simsensors``: tests put a
 voltage on an ADC pin with ``sim_adc(pin, mv)`` and devices on a bus with
 ``sim_i2c(sda, scl, addresses)``). Pin numbers are the ESP32-S3's: 0-21 and 26-48
 (the chip has no GPIO22-25; the ESP32 port raises ``ValueError`` for them).
@@ -54,8 +54,10 @@ def sim_reset():
     """Host only: forget every pin's state and every outside signal (a fresh board)."""
     PINS.clear()
     _inputs.clear()
-    _adc_mv.clear()
-    _i2c_found.clear()
+    import sys
+
+    if "_simsensors" in sys.modules:
+        sys.modules["_simsensors"].reset()
 
 
 def _state(n):
@@ -294,64 +296,12 @@ def enable_irq(state=0):
     return None
 
 
-# -- sensors (issue 18): ADC and I2C; tests set what they read --------------------------
-_adc_mv = {}  # pin number -> millivolts on it
-_i2c_found = {}  # (sda, scl) -> addresses that answer
+def __getattr__(name):
+    """``ADC``, ``I2C``, ``SoftI2C``, ``sim_adc``, ``sim_i2c``: the sensor parts live in
+    ``_simsensors``, loaded when first used, so this stand-in takes no more of a simulated
+    board's heap than it must (on the chip ``machine`` is built in: it costs no heap)."""
+    if name in ("ADC", "I2C", "SoftI2C", "sim_adc", "sim_i2c"):
+        import _simsensors
 
-
-def sim_adc(pin, mv):
-    """Host only: put ``mv`` millivolts on ADC pin ``pin``."""
-    _adc_mv[int(pin)] = mv
-
-
-def sim_i2c(sda, scl, addresses):
-    """Host only: the devices (7-bit addresses) on the bus with these pins."""
-    _i2c_found[(int(sda), int(scl))] = list(addresses)
-
-
-class ADC:
-    """``ADC(pin, atten=ATTN_11DB)``; ``read_uv()`` (calibrated microvolts), ``read_u16()``.
-
-    The ESP32-S3's full scale per attenuation (ESP-IDF "ADC Oneshot Mode Driver"): 0 dB
-    950 mV, 2.5 dB 1250 mV, 6 dB 1750 mV, 11 dB 3100 mV; a higher voltage reads as full scale.
-    Only ADC1 (GPIO1-10) and ADC2 (GPIO11-20) pins have an ADC.
-    """
-
-    ATTN_0DB = 0
-    ATTN_2_5DB = 1
-    ATTN_6DB = 2
-    ATTN_11DB = 3
-    _FULL_MV = (950, 1250, 1750, 3100)
-
-    def __init__(self, pin, atten=3):
-        self._id = pin._id if isinstance(pin, Pin) else int(pin)
-        if not 1 <= self._id <= 20:
-            raise ValueError("invalid Pin for ADC")
-        self.atten(atten)
-
-    def atten(self, atten):
-        if atten not in (0, 1, 2, 3):
-            raise ValueError("invalid attenuation")
-        self._atten = atten
-
-    def read_uv(self):
-        mv = max(0, min(_adc_mv.get(self._id, 0), ADC._FULL_MV[self._atten]))
-        return int(mv * 1000)
-
-    def read_u16(self):
-        return self.read_uv() * 65535 // (ADC._FULL_MV[self._atten] * 1000)
-
-
-class I2C:
-    """``I2C(id, scl=Pin, sda=Pin, freq=400000)``; ``scan()`` lists what ``sim_i2c`` put there."""
-
-    def __init__(self, id=0, scl=None, sda=None, freq=400000, timeout=50000):
-        if scl is None or sda is None:
-            raise ValueError("scl and sda must be given")
-        self._pins = (sda._id, scl._id)
-
-    def scan(self):
-        return list(_i2c_found.get(self._pins, ()))
-
-
-SoftI2C = I2C
+        return getattr(_simsensors, name)
+    raise AttributeError(name)
