@@ -184,7 +184,8 @@ def tick(now_ms, now_s=None):
         if tz != _st["tz"]:  # the owner moved: daily times follow
             _st["tz"] = tz
             for st in _st["run"].values():
-                st.pop("next_s", None)
+                if "daily" in st["rule"]["when"]:
+                    st.pop("next_s", None)
         for st in list(_st["run"].values()):
             if not _live(st) or "retry_ms" in st and seam.ticks_diff(now_ms, st["retry_ms"]) < 0:
                 continue
