@@ -28,5 +28,9 @@ metadata(description="mimi: a personal AI assistant for the ESP32-S3", version=_
 # there and keep a leaner board's firmware whole.
 require("ntptime")
 require("neopixel")
+# The sensor drivers mimi.hw.sensors imports (issue 18): DHT11/22, the 1-Wire bus, DS18B20.
+require("dht")
+require("onewire")
+require("ds18x20")
 
 package("mimi", base_path="firmware")

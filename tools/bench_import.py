@@ -17,8 +17,9 @@ issue 2):
 2. Plain ``.py`` files (the host simulator's way, and a board without a ROMFS
    partition): the line ``heap after import from .py files:``.
 Each run then imports the optional modules (Feishu's, imported only when Feishu is set up;
-``mimi.doctor``, which only ``tools/flash.sh doctor`` runs) and prints ``heap with the
-Feishu channel too:``; the budget is for the package without them.
+``mimi.doctor``, which only ``tools/flash.sh doctor`` runs; the automations' engine and
+sensors, imported once there is a rule) and prints ``heap with the Feishu channel too:``;
+the budget is for the package without them.
 """
 import os
 import subprocess
@@ -31,6 +32,9 @@ BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
 # mimi.doctor, which only tools/flash.sh doctor runs: measured apart, after the budgeted
 # package (named to the board script in MIMI_BENCH_LATER).
 OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor"
+# The automations (issue 18): loaded once the owner has a rule or calls a rule tool
+# (mimi.rules.tick, mimi.tools.rule_tools); the hook and the tools' registration stay budgeted.
+OPTIONAL += " mimi.rules.chat mimi.rules.engine mimi.rules.actions mimi.rules.store mimi.hw.sensors"
 
 
 def main(heap="256K"):

@@ -7,7 +7,8 @@ Threads (../shared/DESIGN.md, "Threads"; stack sizes in README "On the board"):
   context).run(stop)``, one inbound message at a time.
 - I/O thread (``config.APP_THREAD_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
   (``boot.NetKeeper``), Telegram polling and sending, routing outbound messages
-  (``route``), cron and heartbeat ticks, and the watchdog (``watch``). Nothing in it
+  (``route``), cron, heartbeat and rules (``mimi.rules.tick``) ticks, and the watchdog
+  (``watch``). Nothing in it
   blocks long: the Telegram long poll is an ``http.Pending`` checked each pass, and the
   loop waits ``_APP_IO_WAIT_MS`` on the outbound queue when idle.
 MicroPython's threads share one interpreter lock (blocking socket calls release it), so
@@ -139,6 +140,9 @@ def forget():
         raise RuntimeError("running")
     for k in ("bus", "context", "telegram", "feishu", "cron", "heartbeat", "net"):
         state[k] = None
+    from mimi import rules
+
+    rules.forget()
     state["stop"] = False
     state["threads"] = {}
     _agent_factory[0] = None
@@ -296,6 +300,7 @@ def _io_loop():
     """The I/O thread's loop, until the app stops (``state["stop"]``)."""
     from mimi import boot
     from mimi.net import http
+    from mimi import rules
     from mimi.services import Cron
 
     net = state["net"] = state["net"] or boot.state["net"] or boot.NetKeeper()
@@ -319,6 +324,7 @@ def _io_loop():
                 held = None
             cron.tick(now)
             hb.tick(now)
+            rules.tick(now, state["bus"])  # automations (/data/rules.json): pins, sensors, times, MQTT; no LLM
             http.sweep()  # kept connections idle too long (each TLS one holds ~25 KB of internal RAM)
             watch(now)
             if held is not None:

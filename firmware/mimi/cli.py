@@ -189,6 +189,16 @@ def _do(name, x, a):
         for j in cronjobs.list():
             rows.append("%s %s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"),
                                                 j.get("chat_id"), j.get("text")))
+    if group == "rule":  # rule_list, rule_pause, rule_resume, rule_remove (the console is the owner)
+        from mimi.rules import chat
+
+        ctx = {"channel": "cli", "chat_id": config.CLI_CHAT_ID}
+        if verb == "list":
+            t = chat.rule_list({}, ctx)
+            return [] if t == "no rules" else t.split("\n")
+        if verb == "remove":
+            return chat.rule_remove({"id": x.strip()}, ctx)
+        return chat.rule_pause({"id": x.strip(), "paused": verb == "pause"}, ctx)
     if group == "heap":
         return commands.heap()
     if group == "status":

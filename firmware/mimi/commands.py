@@ -222,7 +222,28 @@ def run(text_, channel, chat_id):
         return new_session(sessions.key_for(channel, chat_id))
     if name == "memory":
         return memory(turn={"channel": channel, "chat_id": str(chat_id)})
+    if name == "rules":
+        return rules(arg, channel, chat_id)
     return None
+
+
+def rules(arg, channel, chat_id):
+    """``/rules``: the automation rules this chat may see (the owner: all); ``/rules pause
+    <id>`` and ``/rules resume <id>`` (the owner, or the chat that made the rule). A
+    problem comes back as the text to show."""
+    from mimi.rules import chat
+
+    ctx = {"channel": channel, "chat_id": str(chat_id)}
+    verb, _, rid = str(arg or "").strip().partition(" ")
+    try:
+        if verb in ("pause", "resume") and rid.strip():
+            return chat.rule_pause({"id": rid.strip(), "paused": verb == "pause"}, ctx)
+        if verb:
+            return "/rules, /rules pause <id>, /rules resume <id>"
+        t = chat.rule_list({}, ctx)
+        return text("none_rule_list") if t == "no rules" else t
+    except ValueError as e:
+        return str(e)
 
 
 # -- access ----------------------------------------------------------------------------

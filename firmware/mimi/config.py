@@ -60,7 +60,7 @@ APP_RESTART_PAUSE_MS = const(2000)
 # Each thread's stack (agent and I/O): JSON nesting plus an mbedTLS handshake needs well
 # over the ESP32 port's 5 KB default (README "Threads"); mimi.doctor tries one the same size.
 APP_THREAD_STACK_BYTES = const(16384)
-APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools", "web", "gpio")  # mimi.tools.*
+APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools", "web", "gpio", "rule_tools")  # mimi.tools.*
 
 # -- telegram (mimi/channels/telegram.py; issue 5) -------------------------------------
 TG_POLL_TIMEOUT_S = const(30)  # getUpdates long poll
@@ -137,6 +137,13 @@ HW_RAG_MAX_KEYWORDS = const(24)  # keywords taken from one message
 HW_PWM_FREQ_DEFAULT_HZ = const(1000)
 HW_PWM_FREQ_MAX_HZ = const(40000)
 HW_RGB_ON = (24, 24, 24)  # "on" for an addressable RGB LED: dim white (0-255 each)
+
+# -- rules and sensors (mimi/rules/, mimi/hw/sensors.py; issue 18) ----------------------
+RULES_PATH = DATA + "/rules.json"  # the owner's automations: data, never code (docs/automations.md)
+RULES_MAX = const(16)  # rules stored
+RULES_EVERY_MIN_S = const(60)  # the shortest interval of a time rule (an "every_s" trigger)
+RULES_MSG_PER_HOUR = const(6)  # messages and agent prompts one rule may send in an hour
+RULES_MSG_PER_HOUR_ALL = const(20)  # the same, all rules together
 
 # -- settings ---------------------------------------------------------------------------
 # name -> (store key, default, secret). Store keys are at most 15 characters (NVS).

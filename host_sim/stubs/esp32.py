@@ -145,3 +145,13 @@ class NVS:
             else:
                 ns[k] = pend[k]
         _simflash.write_atomic(_FILE, json.dumps(data).encode())
+
+
+def __getattr__(name):
+    """``mcu_temperature`` and ``sim_mcu_temperature`` live in ``_simsensors`` (loaded when
+    used: see the ``machine`` stand-in)."""
+    if name in ("mcu_temperature", "sim_mcu_temperature"):
+        import _simsensors
+
+        return getattr(_simsensors, name)
+    raise AttributeError(name)

@@ -3,7 +3,9 @@
 Follows https://docs.micropython.org/en/latest/library/machine.html for the parts mimi
 uses: ``Pin``, ``PWM``, ``WDT``, ``RTC`` (with its ``memory()`` that survives a soft
 reset), ``reset``, ``soft_reset``, ``unique_id``, ``freq``, ``reset_cause``, ``idle``,
-``bitstream`` (what ``neopixel`` sends). Pin numbers are the ESP32-S3's: 0-21 and 26-48
+``bitstream`` (what ``neopixel`` sends), ``ADC`` and ``I2C`` (the sensors, from ``_simsensors``: tests put a
+voltage on an ADC pin with ``sim_adc(pin, mv)`` and devices on a bus with
+``sim_i2c(sda, scl, addresses)``). Pin numbers are the ESP32-S3's: 0-21 and 26-48
 (the chip has no GPIO22-25; the ESP32 port raises ``ValueError`` for them).
 
 Pins have no electrical side: the stand-in records each pin's mode, level and PWM
@@ -31,19 +33,31 @@ SOFT_RESET = 5
 RESET_EXIT = 75  # exit status the launcher reads as "the board reset"
 RESET_REQUESTED = False
 
-PINS = {}  # pin number -> {"mode": int, "value": 0/1, "pull": int or None, "pwm": dict or None}
+PINS = {}  # pin number -> {"mode": int, "value": 0/1, "pull": int or None, "pwm": dict or None, "irq": (handler, trigger)}
 _inputs = {}  # pin number -> level driven from outside
 
 
 def sim_drive(pin, level):
-    """Host only: drive ``pin`` from outside (what a button or sensor would do)."""
-    _inputs[int(pin)] = 1 if level else 0
+    """Host only: drive ``pin`` from outside (what a button or sensor would do). A change
+    calls the pin's ``irq`` handler when its trigger asks for that edge."""
+    n = int(pin)
+    level = 1 if level else 0
+    st = PINS.get(n)
+    old = Pin(n).value() if st else None
+    _inputs[n] = level
+    h = st and st.get("irq")
+    if h and old != level and h[1] & (Pin.IRQ_RISING if level else Pin.IRQ_FALLING):
+        h[0](Pin(n))
 
 
 def sim_reset():
     """Host only: forget every pin's state and every outside signal (a fresh board)."""
     PINS.clear()
     _inputs.clear()
+    import sys
+
+    if "_simsensors" in sys.modules:
+        sys.modules["_simsensors"].reset()
 
 
 def _state(n):
@@ -114,6 +128,9 @@ class Pin:
         st["pull"] = pull
 
     def irq(self, handler=None, trigger=3):
+        """Call ``handler(pin)`` on the edges of ``trigger`` that ``sim_drive`` plays; None
+        removes it."""
+        _state(self._id)["irq"] = (handler, trigger) if handler else None
         return None
 
     def __repr__(self):
@@ -277,3 +294,14 @@ def disable_irq():
 
 def enable_irq(state=0):
     return None
+
+
+def __getattr__(name):
+    """``ADC``, ``I2C``, ``SoftI2C``, ``sim_adc``, ``sim_i2c``: the sensor parts live in
+    ``_simsensors``, loaded when first used, so this stand-in takes no more of a simulated
+    board's heap than it must (on the chip ``machine`` is built in: it costs no heap)."""
+    if name in ("ADC", "I2C", "SoftI2C", "sim_adc", "sim_i2c"):
+        import _simsensors
+
+        return getattr(_simsensors, name)
+    raise AttributeError(name)

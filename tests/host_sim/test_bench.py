@@ -33,12 +33,17 @@ def _soak(fake, heap):
     return r
 
 
-def test_500_turns_run_in_a_320k_heap_without_running_out_of_memory(fake):
+def test_500_turns_run_in_a_328k_heap_without_running_out_of_memory(fake):
     # Issue 2's budget was 256 KB on this 64-bit port; the package of issues 12-17 holds
     # about 258 KB between turns as .py files here (a 32-bit MicroPython as the chip's needs
     # far less; the chip's heap lives in PSRAM). The margin is about 56 KB: a change that
     # adds much to what stays between turns shows here first.
-    _soak(fake, "320K")
+    # 320 KB until issue 18: there the run did not reach its first turn. Compiling the tool
+    # modules at init needs a 1280-byte block in a heap with 120 KB free whose largest free
+    # block is 6.6 KB (micropython.mem_info()), so a few hundred bytes more before them (the
+    # rules' settings, the sensor stand-ins) tip it: before issue 18 316 KB failed the same
+    # way; with it 324 KB passes. A fragmentation edge, not between-turn growth.
+    _soak(fake, "328K")
 
 
 def test_from_its_romfs_image_the_package_leaves_a_256k_heap_far_more_room(fake, tmp_path):

@@ -61,7 +61,7 @@ def test_run_answers_ours_and_passes_the_rest():
     assert commands.run("/weather", "telegram", "5") is None
     assert commands.run("what is /new?", "telegram", "5") is None
     menu = commands.menu()  # the setMyCommands list, from texts.md
-    assert [n for n, _ in menu] == ["start", "help", "new", "status", "model", "provider", "memory"]
+    assert [n for n, _ in menu] == ["start", "help", "new", "status", "model", "provider", "memory", "rules"]
     for name, desc in menu:
         assert 1 <= len(desc) <= 256 and name.islower()
 

@@ -3,12 +3,12 @@ import json
 
 from mimi import config
 from mimi.storage import cronjobs
-from mimi.tools import clock, cron_tools, files, gpio, memory_tools, messaging, registry
+from mimi.tools import clock, cron_tools, files, gpio, memory_tools, messaging, registry, rule_tools
 import support
 
 RUNTIMES = ("cpython", "micropython")
 
-MODULES = (files, memory_tools, clock, messaging, cron_tools, gpio)
+MODULES = (files, memory_tools, clock, messaging, cron_tools, gpio, rule_tools)
 
 
 def _lines():
@@ -45,6 +45,7 @@ def test_registered_tools_read_their_line():
     assert str(config.TOOL_READ_MAX_BYTES) in registry.get("read_file").schema["properties"]["length"]["description"]
     assert registry.get("cron_add").schema["properties"]["kind"]["enum"] == list(cronjobs.KINDS)
     assert registry.get("send_message").schema["properties"]["channel"]["enum"] == ["telegram", "feishu", "cli"]
+    assert "N>=%d" % config.RULES_EVERY_MIN_S in registry.get("rule_add").description
 
 
 def test_a_handler_without_a_line_is_refused_by_name():

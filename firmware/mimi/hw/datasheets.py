@@ -16,8 +16,9 @@ Pin aliases: the lines of a section whose heading says ``Pin Aliases`` (or å¼•è„
 - ``red_led: 13`` / ``red_led = 13`` lines (list markers allowed).
 Pins may be written ``13``, ``GPIO13``, ``IO13`` or ``pin 13``. Aliases are lower-cased,
 with spaces and hyphens made ``_``. A word after the pin (or a third table column) says
-the kind: ``in``/``input`` (a button or sensor: read, never switched) or
-``ws2812``/``neopixel`` (an addressable RGB LED); anything else is a plain output.
+the kind: ``in``/``input`` (a button or sensor: read, never switched),
+``ws2812``/``neopixel`` (an addressable RGB LED), or a sensor for ``mimi.hw.sensors``:
+``dht11``, ``dht22``, ``ds18b20``, ``adc``; anything else is a plain output.
 
 The index (``index()``) is a list ``[stamp, files, chunks, aliases]``:
 - ``stamp``: ``[(name, size, mtime)]`` of the files, to see when the folder changed;
@@ -150,8 +151,12 @@ def index():
                             a = norm_alias(s[:i])
                             if p is not None and a and len(a) <= 40:
                                 w = s[i + 1:].lower().replace(",", " ").replace("(", " ").replace(")", " ").split()
-                                al[a] = (p, "in" if "in" in w or "input" in w else
-                                         "ws2812" if "ws2812" in w or "neopixel" in w else "out")
+                                k = "in" if "in" in w or "input" in w else \
+                                    "ws2812" if "ws2812" in w or "neopixel" in w else "out"
+                                for x in ("dht11", "dht22", "ds18b20", "adc"):  # sensors (mimi.hw.sensors)
+                                    if x in w:
+                                        k = x
+                                al[a] = (p, k)
                     off += n
         _idx.append(ix)
         return ix

@@ -112,6 +112,8 @@ def try_handle(msg, denied_groups=None):
             return None
         act, alias, zh = cmd
         pin, kind = known[alias]
+        if kind not in ("in", "out", "ws2812"):  # a sensor (dht22, adc...): the agent reads it
+            return None
         say = _SAY[zh].split("|")
         from mimi.hw import gpio  # only once a command matched: most messages never need it
 

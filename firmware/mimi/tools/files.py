@@ -27,10 +27,11 @@ def _writable(path, ctx):
     one this chat may not write (``guard.refusal``: a chat other than the owner's
     writes only its own folder, so nothing it writes steers the owner's turns)."""
     p = fs.check_file(path)
-    for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR):
+    for r in (config.SESSIONS_DIR, config.CRON_PATH, config.STATE_DIR, config.CERTS_DIR, config.RULES_PATH):
         if p == r or p.startswith(r + "/"):
             raise ValueError("%s is kept by mimi itself: it can be read, not written%s" % (
-                r, " (use the cron tools)" if r == config.CRON_PATH else ""))
+                r, " (use the cron tools)" if r == config.CRON_PATH else
+                " (use the rule tools)" if r == config.RULES_PATH else ""))
     if policy.role(ctx):  # not the owner's turn: the rules for the others (loaded then)
         from mimi import guard
 
