@@ -32,7 +32,7 @@ from mimi.tools import registry
 _MCP_PATH = const("/mcp")
 # Tools offered over MCP: these names, and names starting with a prefix below.
 _MCP_TOOL_NAMES = ("get_current_time", "read_file", "list_dir", "read_section", "search_files", "memory_search",
-                   "hardware_docs", "mqtt_publish")
+                   "hardware_docs", "mqtt_publish", "i2c_scan")
 _MCP_TOOL_PREFIXES = ("gpio_", "sensor", "rule", "cron_")
 # Arguments a tool does not take over MCP: a reminder reports to the owner's chat only.
 _MCP_WITHHELD = {"cron_add": ("chat_id", "channel")}
