@@ -27,6 +27,11 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
                         feishu_app_id, feishu_app_secret, feishu_domain
                                        the Feishu app (domain default https://open.feishu.cn;
                                        https://open.larksuite.com for Lark)
+    MIMI_WEB_PASSWORD   web_password   the web app's and the LAN gateway's password (8+
+                                       characters); unset: no web app (the simulator,
+                                       unlike a board, makes none at first start)
+    MIMI_WEB_PORT       web_port       the web app's port (the board's default: 80)
+    MIMI_GATEWAY_PORT   gateway_port   the chat gateway's port (default 18789)
 
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
@@ -87,6 +92,9 @@ ENV_SETTINGS = (
     ("MIMI_FEISHU_APP_ID", "feishu_app_id"),
     ("MIMI_FEISHU_APP_SECRET", "feishu_app_secret"),
     ("MIMI_FEISHU_DOMAIN", "feishu_domain"),
+    ("MIMI_WEB_PASSWORD", "web_password"),
+    ("MIMI_WEB_PORT", "web_port"),
+    ("MIMI_GATEWAY_PORT", "gateway_port"),
 )
 TG_API_BASE_DEFAULT = "https://api.telegram.org"
 # The presets of docs/internals.md ("LLM"), when firmware/mimi/llm does not say (its
@@ -225,10 +233,23 @@ def _one_of(*choices):
     return check
 
 
+def _port(raw):
+    if not raw.strip().isdigit() or not 0 < int(raw) < 65536:
+        raise ValueError("a port number, 1-65535")
+    return str(int(raw))
+
+
+def _web_password(raw):
+    if len(raw) < 8 or raw.strip() != raw or any(c <= " " for c in raw):
+        raise ValueError("at least 8 characters, no spaces")
+    return raw
+
+
 _CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
            "proxy": _proxy, "feishu_domain": _url, "feishu_app_id": _plain,
            # who sees the owner's memory, where other chats may send (docs/trust.md)
-           "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all")}
+           "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all"),
+           "web_port": _port, "gateway_port": _port, "web_password": _web_password}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)
 
 
@@ -384,9 +405,12 @@ def apply_env_settings(flash_dir, environ):
         prov = values.get("provider") or _stored(flash_dir, "provider") or specs["provider"][1]
         if "key_" + prov in specs:
             values["key_" + prov] = values["api_key"]
+    names = sorted(values)
+    if "web_made" in specs and not _stored(flash_dir, "web_made"):
+        values["web_made"] = "1"  # a board makes a web password at first start; the simulator does not
     if values:
         store_settings(flash_dir, values)
-    return sorted(values)
+    return names
 
 
 _KILL_AFTER_S = 3.0

@@ -122,6 +122,12 @@ def _do(name, x, a):
             if x not in ("none", "all", "people" if verb == "share_memory" else "owner"):
                 raise TypeError(verb)
             config.set(verb, x)
+        elif verb == "web_password":  # the web app and the gateway (mimi.web.auth)
+            from mimi.web import auth
+
+            auth.set_password(x)
+            return "web_password set to %s%s" % (config.masked(verb), "" if app.state["web"] else
+                                                   "; restart to start the web app (restart)")
         elif verb in ("proxy", "no_proxy"):
             from mimi.net import tunnel
 
@@ -189,6 +195,10 @@ def _do(name, x, a):
         for j in cronjobs.list():
             rows.append("%s %s -> %s %s: %s" % (j.get("id"), cronjobs.kind_text(j), j.get("channel"),
                                                 j.get("chat_id"), j.get("text")))
+    if group == "web" and verb == "token":  # shown once: only its hash is kept
+        from mimi.web import auth
+
+        return commands.text("web_token", auth.new_token())
     if group == "heap":
         return commands.heap()
     if group == "status":

@@ -743,6 +743,14 @@ def mtime_s(real):
 # -- runtime: threads (issue 5; used by mimi.app) ------------------------------------
 
 
+def listen_host():
+    """The address the web server listens on: every interface on the board; loopback on
+    the host (a simulator is not offered to the network), or ``MIMI_WEB_HOST``."""
+    if _RT == "esp32":
+        return "0.0.0.0"
+    return os.getenv("MIMI_WEB_HOST") or "127.0.0.1"
+
+
 def thread_stack_bytes(device_bytes):
     """The stack to ask for where the device would use ``device_bytes``.
 
