@@ -55,6 +55,17 @@ def bus_id(chat_id):
     return c if c[:3] == "ws_" else "ws_" + c
 
 
+async def _refuse(request, status, text):
+    """Answer a handshake with ``status`` ("401 Unauthorized") in HTTP/1.1, which WebSocket
+    clients require (RFC 6455 4.1; microdot's own responses say HTTP/1.0)."""
+    from microdot import Response
+
+    body = text.encode()
+    await request.sock[1].awrite(b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+                                 b"Connection: close\r\n\r\n%s" % (status.encode(), len(body), body))
+    return Response.already_handled
+
+
 class Client:
     """One connection: its WebSocket, its default chat, the chats it used (bus id -> the
     id the client sent), the times of its last messages, a lock over its sends."""
@@ -152,9 +163,9 @@ class Gateway:
         from mimi.web import auth
 
         if not auth.ws_ok(request):
-            return "unauthorized: log in, or add ?token=", 401
+            return await _refuse(request, "401 Unauthorized", "log in, or add ?token=")
         if self.full():
-            return "too many connections", 503
+            return await _refuse(request, "503 Service Unavailable", "too many connections")
         WebSocket.max_message_length = _GW_MESSAGE_MAX_BYTES
         ws = await websocket_upgrade(request)
         try:
