@@ -17,7 +17,8 @@ issue 2):
 2. Plain ``.py`` files (the host simulator's way, and a board without a ROMFS
    partition): the line ``heap after import from .py files:``.
 Each run then imports the optional modules (Feishu's, imported only when Feishu is set up;
-``mimi.doctor``, which only ``tools/flash.sh doctor`` runs) and prints ``heap with the
+``mimi.doctor``, which only ``tools/flash.sh doctor`` runs; the web app's and microdot,
+only while a web password is set) and prints ``heap with the
 Feishu channel too:``; the budget is for the package without them.
 """
 import os
@@ -31,6 +32,10 @@ BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
 # mimi.doctor, which only tools/flash.sh doctor runs: measured apart, after the budgeted
 # package (named to the board script in MIMI_BENCH_LATER).
 OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor"
+# The web app and the LAN gateway (issue 16): loaded only while web_password is set, with
+# microdot (firmware/lib, in the image beside mimi).
+OPTIONAL += (" mimi.web mimi.web.auth mimi.web.server mimi.web.gateway mimi.web.assets mimi.web.pages"
+             " microdot microdot.websocket")
 
 
 def main(heap="256K"):

@@ -122,7 +122,9 @@ def routes(app):
             return r
         got = auth.login((request.form or {}).get("password") or "")
         if got is None:
-            log.warn("web", "wrong password from %s", (request.client_addr or ("?",))[0])
+            from mimi import seam
+
+            log.warn("web", "wrong password from %s", seam.address(request.client_addr) if request.client_addr else "?")
             return await login_page(request, "Wrong password.")
         r = Response.redirect("/")
         r.headers["Set-Cookie"] = auth.cookie(got[0])
