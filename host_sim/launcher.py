@@ -406,11 +406,18 @@ def apply_env_settings(flash_dir, environ):
         if "key_" + prov in specs:
             values["key_" + prov] = values["api_key"]
     names = sorted(values)
-    if "web_made" in specs and not _stored(flash_dir, "web_made"):
-        values["web_made"] = "1"  # a board makes a web password at first start; the simulator does not
     if values:
         store_settings(flash_dir, values)
+    no_first_web_password(flash_dir)
     return names
+
+
+def no_first_web_password(flash_dir):
+    """Mark the store of ``flash_dir`` so the firmware makes no web password at its first
+    start (``mimi.web.auth.first_start``, run by /main.py): a board makes one and serves
+    on port 80; a simulator serves only when ``MIMI_WEB_PASSWORD`` asks."""
+    if "web_made" in setting_specs() and not _stored(flash_dir, "web_made"):
+        store_settings(flash_dir, {"web_made": "1"})
 
 
 _KILL_AFTER_S = 3.0

@@ -100,7 +100,7 @@ def init(agent_factory=None):
 
             state["feishu"] = feishu.init(b)
         state["heartbeat"] = services.Heartbeat(b)
-        if config.get("web_password") or not config.get("web_made"):  # the web app, or its first password
+        if config.get("web_password"):  # the web app and the gateway: a third thread (mimi.web)
             try:
                 from mimi.web import server
 

@@ -41,13 +41,12 @@ def add_routes(module_name):
         _extra.append(module_name)
 
 
-def init(bus, out=print):
+def init(bus):
     """Build the apps and the gateway channel when a web password is set (the main
-    thread, while the heap is whole); returns the gateway, or None (web app off). At the
-    first start without a password one is made and printed (``auth.first_start``)."""
+    thread, while the heap is whole); returns the gateway, or None (web app off). (At a
+    board's first start /main.py has made one: ``auth.first_start``.)"""
     from mimi.web import auth
 
-    auth.first_start(out)
     if not auth.enabled():
         return None
     if state["apps"] is None:
