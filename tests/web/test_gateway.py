@@ -175,3 +175,38 @@ def _status_refused(url):
         await ws.close()
         return False
     return asyncio.run(go())
+
+
+def test_idle_connections_cannot_hold_every_place(web_board):
+    import socket
+    import time
+    import urllib.request
+
+    idle = []
+    for _ in range(8):  # _WEB_CONNS_MAX connections that never send a request
+        s = socket.create_connection(("127.0.0.1", web_board.web_port), timeout=5)
+        idle.append(s)
+    time.sleep(0.5)
+    extra = socket.create_connection(("127.0.0.1", web_board.web_port), timeout=5)
+    extra.sendall(b"GET /login HTTP/1.0\r\n\r\n")
+    try:  # one more is closed at once, unanswered (a reset: its request was left unread)
+        assert extra.recv(100) == b""
+    except ConnectionResetError:
+        pass
+    extra.close()
+    t0 = time.time()
+    for s in idle:  # each idle one is closed once its head is 10 s late (a 400 at most)
+        s.settimeout(20)
+        got = b""
+        while True:
+            chunk = s.recv(1000)
+            if not chunk:
+                break
+            got += chunk
+        assert got == b"" or got.startswith(b"HTTP/1.0 400"), got
+    waited = time.time() - t0
+    with urllib.request.urlopen(web_board.web_url + "/login", timeout=10) as r:
+        assert r.status == 200
+    assert 8 <= waited + 0.5 <= 20
+    for s in idle:
+        s.close()

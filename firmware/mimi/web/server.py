@@ -18,7 +18,9 @@ the gateway's connections (``Gateway.pump``: the I/O thread cannot wake an async
 on MicroPython) and to see ``stop``.
 
 Connections beyond ``_WEB_CONNS_MAX`` (HTTP and WebSocket, both ports) are closed at once;
-request bodies are capped at ``_WEB_BODY_MAX_BYTES`` (413 beyond: microdot).
+one whose request line and headers take over ``_WEB_HEAD_TIMEOUT_S`` is closed (so idle
+connections cannot hold every place); request bodies are capped at
+``_WEB_BODY_MAX_BYTES`` (413 beyond: microdot).
 """
 from micropython import const
 
@@ -29,6 +31,7 @@ _WEB_CONNS_MAX = const(8)
 _WEB_BODY_MAX_BYTES = const(40960)  # a saved file (tools write up to 32 KB) with its form encoding
 _WEB_LOG_LINES = const(60)  # log lines kept for the log page once the web app runs
 _WEB_STOP_WAIT_MS = const(3000)
+_WEB_HEAD_TIMEOUT_S = const(10)  # a request's line and headers must come within this
 _WEB_TRIES = const(3)  # loop failures (a port in use) before the web app gives up until restart
 
 state = {"apps": None, "gateway": None, "running": False, "stop": False, "error": None, "conns": 0}
@@ -138,6 +141,37 @@ def _thread():
         log.info("web", "stopped")
 
 
+class _Reader:
+    """A stream reader whose reads time out until the request's headers are in (their
+    blank line): a WebSocket may then wait for messages as long as it likes."""
+
+    def __init__(self, r):
+        self.r = r
+        self.head = True
+
+    async def _timed(self, coro):
+        import asyncio
+
+        if not self.head:
+            return await coro
+        try:
+            return await asyncio.wait_for(coro, _WEB_HEAD_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise OSError(104)  # microdot takes it for a reset connection: closed, not logged
+
+    async def readline(self):
+        line = await self._timed(self.r.readline())
+        if line in (b"\r\n", b"\n", b""):
+            self.head = False
+        return line
+
+    async def read(self, n=-1):
+        return await self._timed(self.r.read(n))
+
+    async def readexactly(self, n):
+        return await self._timed(self.r.readexactly(n))
+
+
 class _Writer:
     """A stream writer with microdot's ``awrite``/``aclose`` on both runtimes (CPython's
     ``StreamWriter`` has ``write``/``drain``; MicroPython's ``Stream`` both)."""
@@ -176,7 +210,7 @@ def _serve(app):
             return
         state["conns"] += 1
         try:
-            await app.handle_request(reader, w)
+            await app.handle_request(_Reader(reader), w)
         except Exception as e:  # noqa: BLE001 - one connection's failure is not the server's
             log.warn("web", "request: %r", e)
             await w.aclose()
