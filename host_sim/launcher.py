@@ -30,12 +30,13 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
     MIMI_WEB_PASSWORD   web_password   the web app's and the LAN gateway's password (8+
                                        characters); unset: no web app (the simulator,
                                        unlike a board, makes none at first start)
-    MIMI_WEB_PORT       web_port       the web app's port (the board's default: 80)
+    MIMI_WEB_PORT       web_port       the web app's port (default here 8080; a board's: 80)
     MIMI_GATEWAY_PORT   gateway_port   the chat gateway's port (default 18789)
 
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
 provider given without ``MIMI_LLM_BASE_URL`` clears the base URL (the provider's own).
+``MIMI_WEB_PASSWORD`` without ``MIMI_WEB_PORT`` puts the web app on port 8080.
 The firmware keeps one key per provider (``key_<provider>``) and sends no other, so
 ``MIMI_API_KEY`` is stored as the key of the provider in effect (and as ``api_key``).
 A bad value stops the launch with a message naming the variable; nothing is written.
@@ -97,6 +98,7 @@ ENV_SETTINGS = (
     ("MIMI_GATEWAY_PORT", "gateway_port"),
 )
 TG_API_BASE_DEFAULT = "https://api.telegram.org"
+WEB_PORT_DEFAULT = "8080"
 # The presets of docs/internals.md ("LLM"), when firmware/mimi/llm does not say (its
 # PRESETS map each to a wire protocol, a base URL and a model).
 PROVIDERS = ("anthropic", "openai", "openrouter", "deepseek", "ollama", "lmstudio", "custom")
@@ -288,6 +290,8 @@ def settings_from_env(environ):
             raise ValueError("%s: expected %s" % (var, e)) from None
     if "tg_token" in out and "tg_api_base" not in out:
         out["tg_api_base"] = TG_API_BASE_DEFAULT
+    if "web_password" in out and "web_port" not in out:
+        out["web_port"] = WEB_PORT_DEFAULT  # not the board's 80, which a desktop user may not open
     if "provider" in out and "base_url" not in out:
         if out["provider"] == "custom":
             raise ValueError("MIMI_PROVIDER=custom needs MIMI_LLM_BASE_URL: the server's OpenAI-compatible "
