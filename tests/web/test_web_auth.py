@@ -43,8 +43,10 @@ def test_password_and_console_tokens():
     for _ in range(4):  # the oldest of 4 goes
         auth.new_token()
     assert not auth.token_ok(t)
+    t = auth.new_token()
     config.reset("web_password")
     assert not auth.enabled() and not auth.token_ok(PW)
+    assert not auth.token_ok(t)  # no password, no gateway: the console's tokens stop too
 
 
 def test_bearer_header():

@@ -70,11 +70,12 @@ def enabled():
 
 
 def token_ok(token):
-    """True when ``token`` (str) is the web password or a token made at the console."""
-    if not token or not isinstance(token, str):
-        return False
+    """True when ``token`` (str) is the web password or a token made at the console;
+    never while no password is set (clearing it closes the gateway to tokens too)."""
     pw = config.get("web_password")
-    ok = bool(pw) and same(token, pw)
+    if not token or not isinstance(token, str) or not pw:
+        return False
+    ok = same(token, pw)
     d = _digest(token)
     for t in config.get("web_tokens").split(","):
         if t and same(d, t):

@@ -52,6 +52,8 @@ def init(bus):
 
     if not auth.enabled():
         return None
+    if state["gateway"] is not None:
+        state["gateway"].bus = bus  # built before, for an app since forgotten (mimi.app.forget)
     if state["apps"] is None:
         from microdot import Microdot, Request
 
