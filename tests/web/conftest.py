@@ -5,6 +5,7 @@ both runtimes, and a headless Chromium driven by Playwright.
   one takes seconds), with ``MIMI_WEB_PASSWORD=PASSWORD`` and free loopback ports in
   ``MIMI_WEB_PORT``/``MIMI_GATEWAY_PORT``; ``board.web_url`` and ``board.gateway_url``
   (``ws://``) say where. Tests share it: each uses its own chat ids.
+- ``start_board``, ``PASSWORD``, ``free_port``: in ``webboard.py`` (``from webboard import``).
 - ``browser``: Debian's ``/usr/bin/chromium`` (never ``playwright install``: no downloads
   here), headless; ``page`` a fresh context and page per test (no cookies carried over).
   Skipped when Chromium or Playwright is missing (``.ci/run`` installs both).
@@ -12,63 +13,17 @@ Other branches' browser tests (the setup portal, updates) sit beside these and u
 same fixtures.
 """
 import os
-import socket
-import time
-import urllib.request
 
 import pytest
 
 pytest.importorskip("host_sim.fakes.llm")
 
-from host_sim.harness import Sim  # noqa: E402
+from webboard import start_board  # noqa: E402
 
-PASSWORD = "correct-horse-42"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 _boards = {}
-
-
-def free_port():
-    """A TCP port free on 127.0.0.1 now."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_http(url, timeout_s=30):
-    """Wait until ``url`` answers at all (any HTTP status)."""
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("%s did not answer in %d s" % (url, timeout_s))
-
-
-def start_board(flash, runtime, password=PASSWORD, **kw):
-    """A booted Sim with the web app on free ports (``password`` None: no web app)."""
-    wp, gp = free_port(), free_port()
-    env = {"MIMI_WEB_PORT": str(wp), "MIMI_GATEWAY_PORT": str(gp)}
-    if password:
-        env["MIMI_WEB_PASSWORD"] = password
-    b = Sim(flash, runtime, env=env, **kw).start()
-    b.web_port, b.gateway_port = wp, gp
-    b.web_url = "http://127.0.0.1:%d" % wp
-    b.gateway_url = "ws://127.0.0.1:%d/" % gp
-    if password:
-        try:
-            wait_http(b.web_url + "/login")
-        except RuntimeError:
-            b.stop()
-            raise
-    return b
 
 
 @pytest.fixture(params=["cpython", "micropython"], ids=["cpython-board", "micropython-board"])

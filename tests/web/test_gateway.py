@@ -14,7 +14,7 @@ websockets = pytest.importorskip("websockets")
 
 from host_sim.fakes.llm import Reply  # noqa: E402
 
-from conftest import PASSWORD, start_board  # noqa: E402
+from webboard import PASSWORD, start_board  # noqa: E402
 
 
 async def _connect(url, **kw):

@@ -14,7 +14,7 @@ import pytest
 
 from host_sim.fakes.llm import Reply
 
-from conftest import PASSWORD
+from webboard import PASSWORD
 
 SHOTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "web")
 
