@@ -159,7 +159,7 @@ class _Reader:
         try:
             return await asyncio.wait_for(coro, _WEB_HEAD_TIMEOUT_S)
         except asyncio.TimeoutError:
-            raise OSError(104)  # microdot takes it for a reset connection: closed, not logged
+            raise OSError(104, "request head too slow")  # errno 104: microdot takes it for a reset, closes quietly
 
     async def readline(self):
         line = await self._timed(self.r.readline())
