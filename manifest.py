@@ -34,3 +34,5 @@ require("onewire")
 require("ds18x20")
 
 package("mimi", base_path="firmware")
+# microdot 2.7.0 (firmware/lib/README.md): the web app and the LAN chat gateway (issue 16).
+package("microdot", base_path="firmware/lib")

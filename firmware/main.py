@@ -4,6 +4,12 @@ try:
 
     if not _boot.state["safe"]:
         _boot.app_running(True)  # from here an unasked-for reset counts as a crash (mimi.boot)
+        from mimi import config as _config
+
+        if not _config.get("web_made"):  # the first start: make the web password, print it once
+            from mimi.web import auth as _auth
+
+            _auth.first_start()
     if _app.init():
         _app.start()
 except KeyboardInterrupt:

@@ -34,10 +34,14 @@ each boot, never read by the firmware itself):
   MIMI_NO_PROXY       hosts reached without it (default: local addresses)
   MIMI_FEISHU_APP_ID, MIMI_FEISHU_APP_SECRET   a Feishu/Lark app's id and secret
   MIMI_FEISHU_DOMAIN  default https://open.feishu.cn (https://open.larksuite.com for Lark)
+  MIMI_WEB_PASSWORD   the web app's and LAN gateway's password (unset: no web app)
+  MIMI_WEB_PORT       the web app's port (default 8080; a board's: 80)
+  MIMI_GATEWAY_PORT   the chat gateway's port (default 18789)
 The simulator's own:
   MIMI_MICROPYTHON    the micropython binary of --runtime micropython, vboard, bench and the
                       tests (default: the dev tools' micropython), e.g. ../shared/tools/micropython32
   MIMI_PORT           console's default port (socket://127.0.0.1:7777)
+  MIMI_WEB_HOST       the address the web app listens on (default 127.0.0.1; 0.0.0.0: the LAN)
 """
 
 

@@ -27,10 +27,16 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
                         feishu_app_id, feishu_app_secret, feishu_domain
                                        the Feishu app (domain default https://open.feishu.cn;
                                        https://open.larksuite.com for Lark)
+    MIMI_WEB_PASSWORD   web_password   the web app's and the LAN gateway's password (8+
+                                       characters); unset: no web app (the simulator,
+                                       unlike a board, makes none at first start)
+    MIMI_WEB_PORT       web_port       the web app's port (default here 8080; a board's: 80)
+    MIMI_GATEWAY_PORT   gateway_port   the chat gateway's port (default 18789)
 
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
 provider given without ``MIMI_LLM_BASE_URL`` clears the base URL (the provider's own).
+``MIMI_WEB_PASSWORD`` without ``MIMI_WEB_PORT`` puts the web app on port 8080.
 The firmware keeps one key per provider (``key_<provider>``) and sends no other, so
 ``MIMI_API_KEY`` is stored as the key of the provider in effect (and as ``api_key``).
 A bad value stops the launch with a message naming the variable; nothing is written.
@@ -87,8 +93,12 @@ ENV_SETTINGS = (
     ("MIMI_FEISHU_APP_ID", "feishu_app_id"),
     ("MIMI_FEISHU_APP_SECRET", "feishu_app_secret"),
     ("MIMI_FEISHU_DOMAIN", "feishu_domain"),
+    ("MIMI_WEB_PASSWORD", "web_password"),
+    ("MIMI_WEB_PORT", "web_port"),
+    ("MIMI_GATEWAY_PORT", "gateway_port"),
 )
 TG_API_BASE_DEFAULT = "https://api.telegram.org"
+WEB_PORT_DEFAULT = "8080"
 # The presets of docs/internals.md ("LLM"), when firmware/mimi/llm does not say (its
 # PRESETS map each to a wire protocol, a base URL and a model).
 PROVIDERS = ("anthropic", "openai", "openrouter", "deepseek", "ollama", "lmstudio", "custom")
@@ -225,10 +235,23 @@ def _one_of(*choices):
     return check
 
 
+def _port(raw):
+    if not raw.strip().isdigit() or not 0 < int(raw) < 65536:
+        raise ValueError("a port number, 1-65535")
+    return str(int(raw))
+
+
+def _web_password(raw):
+    if len(raw) < 8 or raw.strip() != raw or any(c <= " " for c in raw):
+        raise ValueError("at least 8 characters, no spaces")
+    return raw
+
+
 _CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
            "proxy": _proxy, "feishu_domain": _url, "feishu_app_id": _plain,
            # who sees the owner's memory, where other chats may send (docs/trust.md)
-           "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all")}
+           "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all"),
+           "web_port": _port, "gateway_port": _port, "web_password": _web_password}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)
 
 
@@ -267,6 +290,8 @@ def settings_from_env(environ):
             raise ValueError("%s: expected %s" % (var, e)) from None
     if "tg_token" in out and "tg_api_base" not in out:
         out["tg_api_base"] = TG_API_BASE_DEFAULT
+    if "web_password" in out and "web_port" not in out:
+        out["web_port"] = WEB_PORT_DEFAULT  # not the board's 80, which a desktop user may not open
     if "provider" in out and "base_url" not in out:
         if out["provider"] == "custom":
             raise ValueError("MIMI_PROVIDER=custom needs MIMI_LLM_BASE_URL: the server's OpenAI-compatible "
@@ -384,9 +409,19 @@ def apply_env_settings(flash_dir, environ):
         prov = values.get("provider") or _stored(flash_dir, "provider") or specs["provider"][1]
         if "key_" + prov in specs:
             values["key_" + prov] = values["api_key"]
+    names = sorted(values)
     if values:
         store_settings(flash_dir, values)
-    return sorted(values)
+    no_first_web_password(flash_dir)
+    return names
+
+
+def no_first_web_password(flash_dir):
+    """Mark the store of ``flash_dir`` so the firmware makes no web password at its first
+    start (``mimi.web.auth.first_start``, run by /main.py): a board makes one and serves
+    on port 80; a simulator serves only when ``MIMI_WEB_PASSWORD`` asks."""
+    if "web_made" in setting_specs() and not _stored(flash_dir, "web_made"):
+        store_settings(flash_dir, {"web_made": "1"})
 
 
 _KILL_AFTER_S = 3.0

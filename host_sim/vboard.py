@@ -101,6 +101,9 @@ class VBoard:
     # -- the board process -------------------------------------------------------------
 
     def _power_on(self, boot=None):
+        from host_sim import launcher
+
+        launcher.no_first_web_password(self.flash_dir)  # no web app on the host's port 80
         exe = hostenv.micropython_exe()
         if not exe:
             raise RuntimeError(hostenv.micropython_missing())

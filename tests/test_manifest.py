@@ -17,7 +17,8 @@ FIRMWARE = hostenv.FIRMWARE
 BUILTIN = {"_asyncio", "_espnow", "_onewire", "_thread", "_webrepl", "array", "binascii", "bluetooth", "btree",
            "builtins", "cmath", "collections", "cryptolib", "deflate", "errno", "esp", "esp32", "framebuf", "gc",
            "hashlib", "heapq", "io", "json", "machine", "math", "micropython", "network", "os", "platform",
-           "random", "re", "select", "socket", "struct", "sys", "time", "tls", "uctypes", "vfs", "websocket"}
+           "random", "re", "select", "socket", "struct", "sys", "time", "tls", "uctypes", "vfs", "websocket",
+           "asyncio"}  # asyncio: frozen by every port's own manifest (extmod/asyncio), not micropython-lib
 # micropython-lib modules: what require() would name (micropython/, python-stdlib/,
 # python-ecosys/ of micropython-lib). Those mimi imports must be required, and only those.
 MICROPYTHON_LIB = {"ntptime", "neopixel", "requests", "umqtt.simple", "umqtt.robust", "aioble", "ssl",
@@ -69,6 +70,8 @@ def _imports(dynamic=True):
             out.setdefault("mimi.tools." + name, []).append("mimi/config.py")
         for name in config.APP_PRELOAD:
             out.setdefault(name, []).append("mimi/config.py")
+        for name in config.WEB_ROUTE_MODULES:  # mimi.web.server imports each by name
+            out.setdefault(name, []).append("mimi/config.py")
     for path in files:
         with open(path) as f:
             tree = ast.parse(f.read(), path)
@@ -100,7 +103,9 @@ def _is_module(dotted):
 
 def test_manifest_freezes_the_package_with_its_version():
     calls = _run_manifest()
-    assert calls["package"] == [(("mimi",), {"base_path": "firmware"})]
+    # the package, and the library it vendors (firmware/lib: microdot, the web app's framework)
+    assert calls["package"] == [(("mimi",), {"base_path": "firmware"}), (("microdot",), {"base_path": "firmware/lib"})]
+    assert [os.path.basename(t) for t in romfs.LIBS] == ["microdot"]
     assert calls["module"] == [] and calls["include"] == []
     import mimi
 
@@ -114,9 +119,10 @@ def test_manifest_requires_every_library_module_the_package_imports_and_no_other
         if name.split(".")[0] != "mimi":
             top.setdefault(name, where)
     # Every import is a built-in, a micropython-lib module, or mimi's own.
+    vendored = {os.path.basename(t) for t in romfs.LIBS}  # firmware/lib, frozen by package() above
     unknown = {n: w for n, w in top.items() if n.split(".")[0] not in BUILTIN and n not in MICROPYTHON_LIB
-               and n.rsplit(".", 1)[0] not in MICROPYTHON_LIB}
-    assert not unknown, "imported, but neither built into MicroPython nor from micropython-lib: %s" % unknown
+               and n.rsplit(".", 1)[0] not in MICROPYTHON_LIB and n.split(".")[0] not in vendored}
+    assert not unknown, "imported, but neither built into MicroPython, from micropython-lib nor vendored: %s" % unknown
     needed = {n for n in top if n in MICROPYTHON_LIB}
     required = {a[0] for a, _ in _run_manifest()["require"]}
     assert required == needed, "manifest.py requires %s; the package imports %s" % (sorted(required), sorted(needed))
@@ -137,7 +143,6 @@ def test_every_mimi_module_imported_is_in_the_tree_package_freezes():
     import re
 
     modules.add("mimi/cli")
-    modules.add("mimi/web/mcp_route")  # until the LAN web server (branch web) imports it: drop at that merge
     with open(os.path.join(ROOT, "tools", "flash.sh")) as f:
         modules |= {"mimi/" + m for m in re.findall(r"from mimi import (\w+)", f.read())}
     unused = {rel for rel in frozen if not rel.endswith("__init__.py") and rel[:-3] not in modules}

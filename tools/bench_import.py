@@ -18,8 +18,9 @@ issue 2):
    partition): the line ``heap after import from .py files:``.
 Each run then imports the optional modules (Feishu's, imported only when Feishu is set up;
 ``mimi.doctor``, which only ``tools/flash.sh doctor`` runs; the automations' engine and
-sensors, imported once there is a rule) and prints ``heap with the Feishu channel too:``;
-the budget is for the package without them.
+sensors, imported once there is a rule; the web app's and microdot, only while a web
+password is set) and prints ``heap with the Feishu channel too:``; the budget is for the
+package without them.
 """
 import os
 import subprocess
@@ -35,6 +36,10 @@ OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbb
 # The automations (issue 18): loaded once the owner has a rule or calls a rule tool
 # (mimi.rules.tick, mimi.tools.rule_tools); the hook and the tools' registration stay budgeted.
 OPTIONAL += " mimi.rules.chat mimi.rules.engine mimi.rules.actions mimi.rules.store mimi.hw.sensors"
+# The web app and the LAN gateway (issue 16): loaded only while web_password is set, with
+# microdot (firmware/lib, in the image beside mimi).
+OPTIONAL += (" mimi.web mimi.web.auth mimi.web.server mimi.web.gateway mimi.web.assets mimi.web.pages"
+             " microdot microdot.websocket")
 
 
 def main(heap="256K"):

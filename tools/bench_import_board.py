@@ -67,7 +67,7 @@ def main():
     else:
         print("heap after import from .py files: %d B (%.1f KB), of which mimi: %d B; free: %d B"
               % (total, total / 1024, total - start, gc.mem_free()))
-    print("optional, the Feishu channel (and mimi.doctor, flash.sh's):")
+    print("optional, the Feishu channel (and mimi.doctor, flash.sh's), the web app (and microdot):")
     try:
         for name in os.getenv("MIMI_BENCH_LATER", "").split():
             __import__(name)
@@ -82,7 +82,7 @@ def main():
         print("no room to compile them in this heap")
         return
     gc.collect()
-    print("heap with the Feishu channel too: %d B (%.1f KB)" % (gc.mem_alloc() - held, (gc.mem_alloc() - held) / 1024))
+    print("heap with the Feishu channel and the web app too: %d B (%.1f KB)" % (gc.mem_alloc() - held, (gc.mem_alloc() - held) / 1024))
 
 
 main()

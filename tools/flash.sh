@@ -56,7 +56,9 @@
 # it imports after a soft reset: another version there (a copy earlier on sys.path)
 # is an error. The
 # package's data files (*.md, *.jsonl: the static rules, the tool descriptions) go as
-# they are. The old /lib/mimi is removed first, so nothing stale shadows the new copy.
+# they are. microdot (firmware/lib, the web app's framework) goes beside mimi: in the
+# image (/rom/microdot) or in /lib/microdot. The old /lib/mimi and /lib/microdot are
+# removed first, so nothing stale shadows the new copy.
 # A command starts with a soft reset (mpremote's default), which stops a running
 # assistant while files change, and goes on with `resume`; `reset` starts the assistant
 # again. The soft reset runs /boot.py but not /main.py, which the firmware would count as
@@ -302,7 +304,7 @@ except Exception:
     MPY_CROSS="$mpyc" PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m host_sim.romfs \
         --stage "$stage/pkg" ${py[@]+"${py[@]}"} || die "deploy: the package could not be staged (the reason is above)"
     if [ "$romfs" != 1 ] && [ -n "$frozen" ]; then
-        find "$stage/pkg/mimi" -name '*.py' -delete
+        find "$stage/pkg" -name '*.py' -delete  # manifest.py freezes mimi and microdot
     fi
     local n
     n="$(find "$stage/pkg/mimi" -type f | wc -l | tr -d ' ')"
@@ -319,7 +321,8 @@ except Exception:
         RESET_DONE=1
         # The image replaces the old one whole; a /lib/mimi left by a files deploy goes,
         # so that nothing shadows the image.
-        mp exec "${PY_RMTREE}_rm('/lib/mimi')" \
+        mp exec "${PY_RMTREE}_rm('/lib/mimi')
+_rm('/lib/microdot')" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py
     elif [ -n "$frozen" ]; then
@@ -345,10 +348,12 @@ except Exception:
             RESET_DONE=1
         fi
         mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
+_rm('/lib/microdot')
 _mk('/lib')" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py \
-            + fs cp -r "$stage/pkg/mimi" :/lib/
+            + fs cp -r "$stage/pkg/mimi" :/lib/ \
+            + fs cp -r "$stage/pkg/microdot" :/lib/
     fi
     RESET_DONE=1
     # A soft reset starts over with what was deployed (the port mounts /rom at each

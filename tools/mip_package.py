@@ -80,6 +80,7 @@ def entries(seed=True):
     """``[(device path, repository path)]``: the package, boot.py, main.py, and with
     ``seed`` the files of spiffs_seed/; device paths relative to the target /lib."""
     out = [(rel, "firmware/" + rel) for rel in romfs.package_files()]
+    out += [(rel, "firmware/lib/" + rel) for rel in romfs.lib_files()]  # microdot: /lib/microdot
     out += [("../boot.py", "firmware/boot.py"), ("../main.py", "firmware/main.py")]
     if seed:
         out += [("../data/" + rel, "spiffs_seed/" + rel) for rel in _seed_files()]
@@ -111,9 +112,9 @@ def write_index(dest):
                 hashes = []
                 for dev, src in entries(seed):
                     path = os.path.join(ROOT, src)
-                    if build != "py" and src.startswith("firmware/mimi/") and src.endswith(".py"):
+                    if build != "py" and src.startswith(("firmware/mimi/", "firmware/lib/")) and src.endswith(".py"):
+                        path = os.path.join(stage, "6", dev[:-3] + ".mpy")
                         dev = dev[:-3] + ".mpy"
-                        path = os.path.join(stage, "6", src[len("firmware/"):-3] + ".mpy")
                     with open(path, "rb") as f:
                         data = f.read()
                     h = hashlib.sha256(data).hexdigest()[:_HASH_CHARS]

@@ -23,7 +23,9 @@ that reaches a thread stops the app (``stop()``); at the REPL, ``cli.run()`` and
 launcher turn Ctrl-C into ``stop()``.
 
 Routing (``route``): ``telegram`` -> the Telegram channel; ``feishu`` (and any message
-to a ``fs_`` chat id: a job's, the owner's) -> the Feishu channel; ``cli`` -> the serial
+to a ``fs_`` chat id: a job's, the owner's) -> the Feishu channel; ``gateway`` (and any
+``ws_`` chat id) -> the web app's gateway (``mimi.web``: a third thread, only while
+``web_password`` is set); ``cli`` -> the serial
 console; ``cron`` -> Telegram for a numeric chat id, else the console; ``heartbeat`` ->
 the owner on Telegram (or Feishu), except typing/notes and a ``HEARTBEAT_OK`` reply,
 which are dropped. The Feishu channel exists only while ``feishu_app_id`` is set at
@@ -44,7 +46,7 @@ _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound message
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
     "healthy": False, "wdt": False, "telegram": None, "feishu": None, "cron": None, "heartbeat": None,
-    "net": None, "threads": {}, "started": None,
+    "net": None, "threads": {}, "started": None, "web": None,
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
@@ -99,6 +101,14 @@ def init(agent_factory=None):
 
             state["feishu"] = feishu.init(b)
         state["heartbeat"] = services.Heartbeat(b)
+        if config.get("web_password"):  # the web app and the gateway: a third thread (mimi.web)
+            try:
+                from mimi.web import server
+
+                state["web"] = server.init(b)
+            except Exception as e:  # noqa: BLE001 - includes MemoryError: the assistant works without it
+                seam.collect()
+                log.exc("app", "web", e)
         for name in config.APP_TOOL_MODULES:  # each tool module registers its tools
             try:
                 __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
@@ -138,7 +148,7 @@ def forget():
     settings (tests; also after changing buffer sizes). Only while stopped."""
     if state["running"]:
         raise RuntimeError("running")
-    for k in ("bus", "context", "telegram", "feishu", "cron", "heartbeat", "net"):
+    for k in ("bus", "context", "telegram", "feishu", "cron", "heartbeat", "net", "web"):
         state[k] = None
     from mimi import rules
 
@@ -263,6 +273,10 @@ def start():
     state["started"] = seam.moment()  # uptime, past the 6 days ticks_diff holds
     _spawn("agent")
     _spawn("io")
+    if state["web"] is not None:  # the web app and the gateway: a third thread (mimi.web.server)
+        from mimi.web import server
+
+        server.start()
     if config.APP_WDT_TIMEOUT_MS and not state["wdt"]:
         try:
             seam.wdt_start(config.APP_WDT_TIMEOUT_MS)
@@ -287,6 +301,10 @@ def stop(timeout_ms=None):
         boot.app_running(False)  # also Ctrl-C while /main.py was starting it
         return True
     state["stop"] = True
+    if state["web"] is not None:
+        from mimi.web import server
+
+        server.stop()
     t0 = seam.ticks_ms()
     while _alive() and seam.ticks_diff(seam.ticks_ms(), t0) < (timeout_ms or _APP_STOP_WAIT_MS):
         seam.wait_ms(20)
@@ -354,6 +372,15 @@ def route(msg):
         ch = "telegram" if cid.partition(":")[0].lstrip("-").isdigit() else "cli"  # "chat:topic" too
     if cid[:3] == "fs_":  # a Feishu chat, whoever named it (a job, the owner, send_message)
         ch = "feishu"
+    elif cid[:3] == "ws_":  # a chat of the LAN gateway or the web app (mimi.web.gateway)
+        ch = "gateway"
+    if ch == "gateway":
+        if state["web"] is None:
+            log.warn("app", "no web app: %s", cid)
+            return True
+        from mimi.web import server
+
+        return server.deliver(msg)
     if ch == "feishu":
         if state["feishu"] is None:
             log.warn("app", "no feishu: %s", cid)

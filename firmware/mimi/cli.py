@@ -122,6 +122,12 @@ def _do(name, x, a):
             if x not in ("none", "all", "people" if verb == "share_memory" else "owner"):
                 raise TypeError(verb)
             config.set(verb, x)
+        elif verb == "web_password":  # the web app and the gateway (mimi.web.auth)
+            from mimi.web import auth
+
+            auth.set_password(x)
+            return "web_password set to %s%s" % (config.masked(verb), "" if app.state["web"] else
+                                                   "; restart to start the web app (restart)")
         elif verb in ("proxy", "no_proxy"):
             from mimi.net import tunnel
 
@@ -199,6 +205,10 @@ def _do(name, x, a):
         if verb == "remove":
             return chat.rule_remove({"id": x.strip()}, ctx)
         return chat.rule_pause({"id": x.strip(), "paused": verb == "pause"}, ctx)
+    if group == "web" and verb == "token":  # shown once: only its hash is kept
+        from mimi.web import auth
+
+        return commands.text("web_token", auth.new_token())
     if group == "heap":
         return commands.heap()
     if group == "status":

@@ -83,7 +83,18 @@ def status():
                 "%d KB free" % (fl // 1024) if fl is not None else "n/a",
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
                 tg.describe() if tg else "not started", "synced" if seam.clock_synced() else "not set",
-                usage.summary()) + ("\nFeishu: " + fs.describe() if fs else "")
+                usage.summary()) + ("\nFeishu: " + fs.describe() if fs else "") + _web()
+
+
+def _web():
+    """The web app's line of /status ('' while it is off)."""
+    from mimi import app
+
+    if app.state.get("web") is None:
+        return ""
+    from mimi.web import server
+
+    return "\nWeb: " + server.describe()
 
 
 def wifi():

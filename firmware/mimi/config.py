@@ -199,6 +199,17 @@ SETTINGS["feishu_domain"] = ("fs_domain", "https://open.feishu.cn", False)
 SETTINGS["share_memory"] = ("share_memory", "none", False)
 # Where a second person's or a group's turn may send messages besides its own chat: "none", "owner", "all".
 SETTINGS["cross_chat"] = ("cross_chat", "none", False)
+# The board on the home network (mimi/web/; issue 16): the web app and the chat gateway run
+# only while web_password is set; web_tokens: the console's tokens (web_token), as hashes;
+# web_made: a password was made at first start (or the simulator said none is wanted).
+SETTINGS["web_password"] = ("web_password", "", True)
+SETTINGS["web_port"] = ("web_port", "80", False)
+SETTINGS["gateway_port"] = ("gateway_port", "18789", False)
+SETTINGS["web_tokens"] = ("web_tokens", "", True)
+SETTINGS["web_made"] = ("web_made", "", False)
+# Modules whose ``routes(app)`` add routes to the web app (mimi/web/server.py), in order.
+WEB_ROUTE_MODULES = ("mimi.web.pages", "mimi.web.mcp_route")
+WEB_THREAD_STACK_BYTES = const(12288)  # the web thread (asyncio loop): docs/heap.md "Internal RAM"
 
 _cache = {}
 
@@ -245,7 +256,7 @@ def is_secret(name):
 def masked(name):
     """The setting as it may be shown: a key or token as ``****wxyz`` (its last 4
     characters, which tell two keys apart; none when it is shorter than 12), a password
-    (``*_pass``) as ``****`` whatever its length, the proxy with its password as ``****``.
+    (``*_pass``, ``*_password``) as ``****`` whatever its length, the proxy with its password as ``****``.
     Other settings as they are."""
     v = get(name)
     if not is_secret(name) or not v:
@@ -254,6 +265,6 @@ def masked(name):
         from mimi.net import tunnel
 
         return tunnel.shown(v)
-    if name[-5:] == "_pass" or len(v) < 12:
+    if name[-5:] == "_pass" or name[-9:] == "_password" or len(v) < 12:
         return "****"
     return "****" + v[-4:]

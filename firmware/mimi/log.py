@@ -13,6 +13,14 @@ WARN = 30
 ERROR = 40
 
 level = INFO
+# The last lines, for the web app's log page and status (mimi.web): ``tail`` keeps up to
+# ``keep[0]`` lines (0 until the web app starts: no heap spent without it), ``errors`` the
+# last ``_LOG_ERRORS_MAX`` warnings and errors (always: /status shows them).
+_LOG_ERRORS_MAX = 8
+_LOG_LINE_MAX = 240  # characters of a line kept
+tail = []
+errors = []
+keep = [0]
 
 
 def visible(text):
@@ -46,7 +54,14 @@ def _emit(lvl, tag, msg, args):
     t = seam.ticks_ms() // 1000
     # One write per line: print's separate write of "\n" lets another thread's line in between.
     # The level's letter: D, I, W or E (for 10, 20, 30, 40).
-    print("%s %6d [%s] %s\n" % ("DIWE"[lvl // 10 - 1], t, tag, visible(msg)), end="")
+    line = "%s %6d [%s] %s" % ("DIWE"[lvl // 10 - 1], t, tag, visible(msg))
+    print(line + "\n", end="")
+    if keep[0]:
+        tail.append(line[:_LOG_LINE_MAX])
+        del tail[:-keep[0]]
+    if lvl >= WARN:
+        errors.append(line[:_LOG_LINE_MAX])
+        del errors[:-_LOG_ERRORS_MAX]
 
 
 def debug(tag, msg, *args):

@@ -4,7 +4,8 @@ docs/trust.md; the limits on one turn are ``mimi.guard``'s).
 Every turn acts for one chat, in one of three roles (``role(turn)``; ``turn`` is the
 inbound message or the tools' ``ctx``, which carry the same keys):
 - 0, the owner: the owner's private chat (``commands.owner()``), the serial console, the
-  heartbeat, and the jobs they made;
+  heartbeat, the web app's and the LAN gateway's chats (``ws_...``: only the owner's password
+  or a token made at the console opens them, ``mimi.web``), and the jobs they made;
 - 1, a person: a second allowed private chat, and the jobs it made;
 - 2, a group: an allowed group chat (``is_group``, or a negative id), and its jobs.
 A job's turns take the role of the chat that made it (its ``by``), not of the chat it
@@ -53,9 +54,9 @@ def role(turn):
     if r in (_OWNER, _PERSON, _GROUP) and r is not True and r is not False:
         return r
     ch = turn.get("channel")
-    if ch == "cli" or ch == "heartbeat":
-        return _OWNER
     chat = chat_of(turn)
+    if ch == "cli" or ch == "heartbeat" or chat[:3] == "ws_":  # a gateway chat: in with the owner's password
+        return _OWNER
     if turn.get("is_group") or chat[:1] == "-" or chat[:6] == "fs_oc_":  # commands.is_group's rule
         return _GROUP
     if ch == "cron" and chat == config.CLI_CHAT_ID:  # a job made on the console

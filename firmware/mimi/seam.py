@@ -436,6 +436,10 @@ def wlan():
     if _wlan is None:
         import network
 
+        try:  # before the interface starts: DHCP and the port's mDNS responder use it (mimi.local)
+            network.hostname(_HOSTNAME)
+        except (AttributeError, ValueError, OSError):  # a MicroPython before 1.20, or a stand-in without it
+            pass
         w = network.WLAN(network.STA_IF)
         try:
             w.active(True)
@@ -443,6 +447,9 @@ def wlan():
             raise OSError(str(e))
         _wlan = w
     return _wlan
+
+
+_HOSTNAME = const("mimi")  # the board's name on the LAN: http://mimi.local (the web app, mimi.web)
 
 
 def wifi_connect(ssid, password, timeout_ms=15000):
@@ -741,6 +748,14 @@ def mtime_s(real):
 
 
 # -- runtime: threads (issue 5; used by mimi.app) ------------------------------------
+
+
+def listen_host():
+    """The address the web server listens on: every interface on the board; loopback on
+    the host (a simulator is not offered to the network), or ``MIMI_WEB_HOST``."""
+    if _RT == "esp32":
+        return "0.0.0.0"
+    return os.getenv("MIMI_WEB_HOST") or "127.0.0.1"
 
 
 def thread_stack_bytes(device_bytes):

@@ -264,3 +264,20 @@ def test_trust_settings_are_checked_as_choices():
     for name, bad in (("share_memory", "everyone"), ("cross_chat", "strangers"), ("cross_chat", "")):
         with pytest.raises(ValueError):
             launcher.check_setting(name, bad)
+
+
+def test_the_web_variables(tmp_path):
+    got = launcher.settings_from_env({"MIMI_WEB_PASSWORD": "fake-web-pw", "MIMI_GATEWAY_PORT": " 18790"})
+    assert got == {"web_password": "fake-web-pw", "gateway_port": "18790", "web_port": "8080"}  # not the board's 80
+    got = launcher.settings_from_env({"MIMI_WEB_PASSWORD": "fake-web-pw", "MIMI_WEB_PORT": "9000"})
+    assert got["web_port"] == "9000"
+    assert config.is_secret("web_password") and not config.is_secret("web_port")
+    for bad in ({"MIMI_WEB_PORT": "80x"}, {"MIMI_GATEWAY_PORT": "70000"}, {"MIMI_WEB_PASSWORD": "short"},
+                {"MIMI_WEB_PASSWORD": "has a space in it"}):
+        with pytest.raises(ValueError) as e:
+            launcher.settings_from_env(bad)
+        assert next(iter(bad)) in str(e.value)
+    # the simulator makes no password at first start: its store says one was made
+    launcher.apply_env_settings(str(tmp_path), {})
+    store = json.load(open(tmp_path / launcher.NVS_FILE))[launcher.NVS_NAMESPACE]
+    assert bytes.fromhex(store["web_made"][1]).decode() == "1" and "web_password" not in store

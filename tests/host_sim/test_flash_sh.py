@@ -59,7 +59,10 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
     want = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware"))
             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
             for n in names if not n.endswith(".pyc")}
-    assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl"} <= want
+    want |= {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware", "lib"))  # microdot, beside mimi
+             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "lib", "microdot")) if "__pycache__" not in d
+             for n in names if not n.endswith(".pyc")}
+    assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl", "microdot/microdot.py"} <= want
     assert _files(board / "lib") == want
     assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()
     assert (board / "boot.py").exists()
@@ -75,7 +78,9 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
                  "tz=+8", "allowed_chats=42, 43")
     assert "FAKE" not in p.stdout + p.stderr
     nvs = {k: bytes.fromhex(v[1]).decode() for k, v in json.load(open(board / "nvs.json"))["mimi"].items()}
-    assert nvs == {"wifi_ssid": "Sim Net", "tg_token": "123456:FAKE-token", "tz": "+08:00", "allowed": "42,43"}
+    # web_made: the virtual board's mark that no web password is made at its first start
+    assert nvs == {"wifi_ssid": "Sim Net", "tg_token": "123456:FAKE-token", "tz": "+08:00", "allowed": "42,43",
+                   "web_made": "1"}
 
     flash_sh("--port", vboard.port, "reset")
     # The board powers on: boot.py and main.py from the flash folder, the package from
@@ -480,7 +485,7 @@ def test_doctor_reports_on_the_board_and_changes_nothing(vboard):
                      "OK   TLS localhost:%s: handshake in " % llm.url.rsplit(":", 1)[1],
                      "OK   thread with a 64 KB stack (",
                      "OK   settings set: allowed_chats, api_key, base_url, key_anthropic, provider, tg_api_base, "
-                     "tg_token, wifi_pass, wifi_ssid"):
+                     "tg_token, web_made, wifi_pass, wifi_ssid"):
             assert any(ln.startswith(want) for ln in lines), (want, out)
         assert "FAKE" not in out + p.stderr  # names, never values
         print(out)  # the report, for the record (pytest -s)

@@ -60,6 +60,12 @@ def _files(top):
     return out
 
 
+def _lib_files():
+    """What lands in /lib: the package and the library it vendors (microdot, firmware/lib)."""
+    return ({"mimi/" + f for f in _files(os.path.join(ROOT, "firmware", "mimi"))}
+            | {"microdot/" + f for f in _files(os.path.join(ROOT, "firmware", "lib", "microdot"))})
+
+
 def _package_json(name="package.json"):
     with open(os.path.join(ROOT, name)) as f:
         return json.load(f)
@@ -70,6 +76,8 @@ def test_package_json_lists_the_tree_where_deploy_and_seed_put_it():
     # or the seed and not to package.json fails this.
     urls = dict(map(tuple, _package_json()["urls"]))
     want = {"mimi/" + f: "firmware/mimi/" + f for f in _files(os.path.join(ROOT, "firmware", "mimi"))}
+    want.update({"microdot/" + f: "firmware/lib/microdot/" + f
+                 for f in _files(os.path.join(ROOT, "firmware", "lib", "microdot"))})
     want.update({"../boot.py": "firmware/boot.py", "../main.py": "firmware/main.py"})
     code = dict(want)
     want.update({"../data/" + f: "spiffs_seed/" + f for f in _files(os.path.join(ROOT, "spiffs_seed"))})
@@ -123,7 +131,7 @@ def test_mpremote_mip_installs_a_working_mimi_that_answers_on_telegram(vboard, s
     out = _mpremote(vboard.port, "mip", "install", url)
     assert out.rstrip().endswith("Done"), out
     # Where tools/flash.sh deploy --files and seed put them.
-    assert _files(board / "lib") == {"mimi/" + f for f in _files(os.path.join(ROOT, "firmware", "mimi"))}
+    assert _files(board / "lib") == _lib_files()
     for name in ("boot.py", "main.py"):
         assert (board / name).read_bytes() == open(os.path.join(ROOT, "firmware", name), "rb").read()
     assert _files(board / "data") == _files(os.path.join(ROOT, "spiffs_seed"))
@@ -163,7 +171,7 @@ def test_mip_on_the_board_upgrades_the_code_and_keeps_data(vboard_stock, served)
     assert "Done" in out and "Copying: /lib/../boot.py" in out, out
     assert (board / "data" / "memory" / "MEMORY.md").read_text() == "the owner's memory\n"
     assert _files(board / "data") == {"memory/MEMORY.md"}
-    assert _files(board / "lib") == {"mimi/" + f for f in _files(os.path.join(ROOT, "firmware", "mimi"))}
+    assert _files(board / "lib") == _lib_files()
     got = _mpremote(vboard_stock.port, "exec", "import mimi\nprint(mimi.VERSION)").strip()
     assert got == _package_json()["version"], got
 
@@ -180,7 +188,7 @@ def test_the_index_s_mpy_build_installs_compiled_modules(vboard_stock, served, t
     code = [f for f in files if not f.endswith((".md", ".jsonl"))]
     assert code and all(f.endswith(".mpy") for f in code), files
     assert {"mimi/texts.md", "mimi/agent/rules.md", "mimi/tools/tools.jsonl"} <= files
-    assert len(files) == len(_files(os.path.join(ROOT, "firmware", "mimi")))
+    assert len(files) == len(_lib_files())
     assert (board / "main.py").read_bytes() == open(os.path.join(ROOT, "firmware", "main.py"), "rb").read()
     got = _mpremote(vboard_stock.port, "exec", "import mimi\nfrom mimi import app\nprint(app.__file__, mimi.VERSION)")
     assert got.strip() == "/lib/mimi/app.mpy " + _package_json()["version"], got

@@ -78,8 +78,9 @@ def key_for(channel, chat_id):
     outside ``[A-Za-z0-9_-]`` become ``_``.
     """
     # telegram and heartbeat are shortened; others (cli, cron) keep their name; a Feishu
-    # chat id names its channel already ("fs_ou_...": the key is the id)
-    if channel == "feishu":
+    # chat id names its channel already ("fs_ou_...": the key is the id), as a LAN gateway
+    # chat's does ("ws_<its chat_id>", mimi.web.gateway)
+    if channel == "feishu" or channel == "gateway":
         return _safe(str(chat_id))[:_KEY_MAX]
     prefix = "tg" if channel == "telegram" else "hb" if channel == "heartbeat" else _safe(str(channel))[:8]
     return (prefix + "_" + _safe(str(chat_id)))[:_KEY_MAX]

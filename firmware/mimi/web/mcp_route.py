@@ -96,18 +96,24 @@ class BoardTools:
         return registry.execute(name, args, _ctx())
 
 
-def routes(app, authorized):
+def routes(app, authorized=None):
     """Serve MCP at ``/mcp`` (POST, GET, DELETE) on the microdot ``app``; returns the
-    ``mimi.mcp.Server`` (its sessions: tests).
+    ``mimi.mcp.Server`` (its sessions: tests). The web server calls it with ``app`` alone
+    (``config.WEB_ROUTE_MODULES``).
 
-    ``authorized(request) -> bool``: the web server's bearer check (``Authorization:
-    Bearer <web password or a console-made token>``); False -> 401 with
+    ``authorized(request) -> bool``: by default the web server's bearer check
+    (``mimi.web.auth.bearer_ok``: ``Authorization: Bearer <web password or a console-made
+    token>``); False -> 401 with
     ``WWW-Authenticate: Bearer``. A request from a web page of another site (``Origin``,
     ``mcp.origin_allowed``) -> 403 first. Bodies over ``mcp.REQUEST_MAX_BYTES`` -> 413;
     a chunked body (microdot reads none) -> 411.
     """
     from mimi import VERSION
 
+    if authorized is None:
+        from mimi.web import auth
+
+        authorized = auth.bearer_ok
     server = mcp.Server(BoardTools(), "mimi", VERSION, _MCP_INSTRUCTIONS)
 
     async def endpoint(request):
