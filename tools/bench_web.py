@@ -78,6 +78,22 @@ def _traffic(wp, gp, chat_too=True):
     csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
     r = post("/edit", {"csrf": csrf, "path": "/data/memory/MEMORY.md", "content": "# Memory\n\n- bench\n" * 40}, sid)
     assert r.status == 200, r.status
+    # MCP (issue 18): the board's tools run in this thread too; the deepest of them
+    mcp_h = {"Authorization": "Bearer " + PASSWORD, "Content-Type": "application/json",
+             "Accept": "application/json, text/event-stream"}
+
+    def rpc(body, sid=None):
+        h = dict(mcp_h, **({"Mcp-Session-Id": sid} if sid else {}))
+        return op.open(urllib.request.Request(url + "/mcp", json.dumps(body).encode(), h), timeout=10)
+    r = rpc({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+    msid = r.headers["Mcp-Session-Id"]
+    r.read()
+    rpc({"jsonrpc": "2.0", "method": "notifications/initialized"}, msid).read()
+    rpc({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, msid).read()
+    for i, (name, args) in enumerate((("memory_search", {"query": "bench"}), ("read_file", {"path": "/data/memory/MEMORY.md"}),
+                                      ("gpio_write", {"pin": 4, "level": 1}), ("cron_list", {}), ("rule_list", {}))):
+        rpc({"jsonrpc": "2.0", "id": 3 + i, "method": "tools/call", "params": {"name": name, "arguments": args}}, msid).read()
 
     async def chat():
         conns = [await websockets.connect("ws://127.0.0.1:%d/?token=%s" % (gp, PASSWORD)) for _ in range(2)]

@@ -50,6 +50,10 @@ from mimi import commands, guard  # noqa: E402
 
 fs.write = deep(fs.write)
 commands.status = deep(commands.status)
+from mimi.tools import registry  # noqa: E402 - MCP's tools/call runs the tools here
+
+registry.execute = deep(registry.execute)
+seam.real_path = deep(seam.real_path)  # every file operation ends here, deepest in a tool's call
 guard.admit = deep(guard.admit)
 
 server.start()

@@ -209,7 +209,7 @@ SETTINGS["web_tokens"] = ("web_tokens", "", True)
 SETTINGS["web_made"] = ("web_made", "", False)
 # Modules whose ``routes(app)`` add routes to the web app (mimi/web/server.py), in order.
 WEB_ROUTE_MODULES = ("mimi.web.pages", "mimi.web.mcp_route")
-WEB_THREAD_STACK_BYTES = const(12288)  # the web thread (asyncio loop): docs/heap.md "Internal RAM"
+WEB_THREAD_STACK_BYTES = const(16384)  # the web thread (asyncio loop): docs/heap.md "Internal RAM"
 
 _cache = {}
 

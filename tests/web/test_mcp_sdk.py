@@ -269,3 +269,28 @@ def test_calls_beside_the_agent_threads_tools(cpython_board):
 
     assert machine.PINS[4]["value"] == 1 and machine.PINS[5]["value"] == 1
     assert "GPIO4 (porch_light): output, level 1" in last and "GPIO5: output, level " in last
+
+
+async def _on_the_board(url, token):
+    http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + token}, timeout=30)
+    async with http:
+        async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            r = await client.call_tool("get_current_time", {})
+            return names, r.is_error, r.content[0].text
+
+
+def test_the_board_s_web_app_serves_mcp_with_its_password(web_board):
+    # The whole board (the web thread of host_sim, both runtimes): /mcp is on the web
+    # port, behind the web password as a bearer token; a wrong one gets 401.
+    from webboard import PASSWORD
+
+    url = web_board.web_url.rstrip("/") + "/mcp"
+    names, is_error, text = asyncio.run(_on_the_board(url, PASSWORD))
+    assert "get_current_time" in names and "rule_add" in names and "sensor_read" in names
+    assert "write_file" not in names and "send_message" not in names
+    assert not is_error and any(ch.isdigit() for ch in text)
+    r = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    headers={"Authorization": "Bearer not-the-password",
+                             "Accept": "application/json, text/event-stream"}, timeout=30)
+    assert r.status_code == 401
