@@ -270,6 +270,12 @@ class NetKeeper:
         self.ntp_backoff_ms = _BOOT_NTP_RETRY_MIN_MS
         self.ntp_next_ms = seam.ticks_add(now, _BOOT_NTP_RESYNC_MS if seam.clock_synced() else 0)
         self.wifi_attempts = self.ntp_syncs = 0
+        self.down_since = now  # ticks_ms when WiFi was last seen up (or this keeper began)
+
+    def down_ms(self, now):
+        """How long WiFi has been down (ms): since it was last up, or since this keeper
+        began; 0 while it is up. The setup portal opens past ``config.PORTAL_WIFI_DOWN_MS``."""
+        return 0 if self.up else max(0, seam.ticks_diff(now, self.down_since))
 
     def tick(self, now, ntp=True):
         """One step of WiFi and NTP upkeep; returns True while WiFi is up. ``ntp``: False
@@ -300,6 +306,8 @@ class NetKeeper:
                 log.info("boot", "wifi %s: %s", ssid, "connected" if up else "down")
             self.up = up
             self.wifi_next_ms = seam.ticks_add(now, wait)
+        if up:
+            self.down_since = now
         if ntp and up and seam.ticks_diff(now, self.ntp_next_ms) >= 0:
             try:
                 seam.ntp_sync()

@@ -1,0 +1,1 @@
+"""The board's web side: the setup portal (``portal``)."""
