@@ -106,14 +106,6 @@ class Responder:
             raise
         self.sock = s
 
-    def port(self):
-        """The UDP port bound (the one asked for, or the one the OS chose for 0)."""
-        a = self.sock.getsockname()
-        if isinstance(a, tuple):
-            return a[1]
-        a = bytes(a)  # the unix port's raw sockaddr_in: family, port (big-endian), address
-        return a[2] << 8 | a[3]
-
     def poll(self):
         """Answer the queries waiting on the socket (at most ``_DNS_BURST``), without
         waiting; returns how many were answered. Never raises for a bad packet or a

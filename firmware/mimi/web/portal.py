@@ -422,7 +422,7 @@ def run(port=80, dns_port=53, host="0.0.0.0", address=None, keeper=None, reason=
         app = state["app"] = make_app()
         print("[portal] %s: WiFi %s%s; open http://%s/ (%s)" % (
             reason or "setup", name, " (WPA2) password: " + pw if pw else " (open)", state["address"],
-            "every name leads there" if dns_port == 53 else "DNS on port %d" % dns.port()))
+            "every name leads there" if dns_port == 53 else "DNS on port %d" % dns_port))
 
         async def main():
             asyncio.create_task(captive_dns.serve(dns, state["stop"]))
