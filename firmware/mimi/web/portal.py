@@ -438,8 +438,9 @@ def run(port=80, dns_port=53, host="0.0.0.0", address=None, keeper=None, reason=
         if dns is not None:
             dns.close()
         seam.ap_stop()
+    state["result"] = state["result"] or "stopped"
     log.info(_TAG, "closed: %s", state["result"])
-    return state["result"] or "stopped"
+    return state["result"]
 
 
 def start(**kw):

@@ -1,0 +1,164 @@
+"""The setup portal's logic (mimi.web.portal): when it opens, open or WPA2, the form's
+checks, and that no secret is ever written into a page (both runtimes)."""
+import machine
+import network
+
+from mimi import config, seam
+from mimi.web import portal
+import support
+
+RUNTIMES = ("cpython", "micropython")
+
+TOKEN = "123456789:AAH-FAKE-token-for-tests-only-x1"
+KEY = "sk-ant-FAKE-key-for-tests-QzWv"
+WIFI_PASS = "fake-wifi-pass-42"
+
+
+def fresh():
+    support.fresh_flash()
+    machine.sim_reset()
+    portal.state["scan"] = None
+    portal.state["token"] = "t0k"
+
+
+class Form:
+    def __init__(self, **kw):
+        self.d = kw
+
+    def get(self, k):
+        return self.d.get(k)
+
+
+def test_open_while_no_secret_then_wpa2_with_a_kept_password():
+    fresh()
+    config.set("wifi_ssid", "home")  # a network name is no secret
+    assert not portal.secrets_stored()
+    assert portal.ap_password() is None
+    assert seam.ap_start(portal.ap_name(), portal.ap_password()) == "192.168.4.1"
+    assert network.AP["authmode"] == 0 and network.AP["essid"] == portal.ap_name()
+    config.set("tg_token", TOKEN)
+    assert portal.secrets_stored()
+    pw = portal.ap_password()
+    assert len(pw) == 12 and all(c in "abcdefghijkmnpqrstuvwxyz23456789" for c in pw)
+    config._cache.clear()  # as after a reboot: the same password
+    assert portal.ap_password() == pw
+    seam.ap_start(portal.ap_name(), pw)
+    assert network.AP["authmode"] == 3 and network.AP["password"] == pw
+    seam.ap_stop()
+    assert not network.AP["active"]
+
+
+def test_every_secret_setting_counts_but_the_portal_password():
+    for name in config.SETTINGS:
+        if not config.is_secret(name) or name == "portal_pass":
+            continue
+        fresh()
+        config.set(name, "fake-secret-value-1234")
+        assert portal.secrets_stored(), name
+    fresh()
+    config.set("portal_pass", "abcdefghijkm")
+    assert not portal.secrets_stored()
+
+
+def test_ap_name_is_the_mac_tail():
+    fresh()
+    m = seam.mac()
+    assert portal.ap_name() == "mimi-%02X%02X" % (m[4], m[5])
+    assert len(portal.ap_name()) == 9
+
+
+class Keeper:
+    def __init__(self, down):
+        self.down = down
+
+    def down_ms(self, now):
+        return self.down
+
+
+def test_when_the_portal_opens():
+    fresh()
+    assert portal.wanted() == "no WiFi set"
+    config.set("wifi_ssid", "home")
+    assert portal.wanted() is None
+    machine.sim_drive(config.PORTAL_BOOT_PIN, 0)  # BOOT held: the pin reads low
+    assert portal.wanted() == "BOOT button held"
+    machine.sim_drive(config.PORTAL_BOOT_PIN, 1)
+    assert portal.wanted() is None
+    assert portal.wanted(Keeper(config.PORTAL_WIFI_DOWN_MS - 1)) is None
+    assert "WiFi down" in portal.wanted(Keeper(config.PORTAL_WIFI_DOWN_MS))
+
+
+def test_save_stores_good_fields():
+    fresh()
+    stored, errors = portal.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, provider="openai",
+                                      api_key=KEY, tz="+8"))
+    assert errors == {}
+    assert config.get("wifi_ssid") == "home" and config.get("wifi_pass") == WIFI_PASS
+    assert config.get("tg_token") == TOKEN
+    assert config.get("provider") == "openai" and config.get("key_openai") == KEY
+    assert config.get("key_anthropic") == ""  # the key goes to the provider chosen, no other
+    assert config.get("tz") == "+08:00"
+    assert "key_openai" in stored and "tz" in stored
+    config._cache.clear()  # in NVS, not only in RAM
+    assert config.get("tg_token") == TOKEN
+
+
+def test_empty_fields_keep_what_is_stored():
+    fresh()
+    portal.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, api_key=KEY))
+    stored, errors = portal.save(Form(ssid="home", wifi_pass="", tg_token="", provider="anthropic", api_key="",
+                                      tz=""))
+    assert (stored, errors) == ([], {})
+    assert config.get("wifi_pass") == WIFI_PASS and config.get("tg_token") == TOKEN
+    assert config.get("key_anthropic") == KEY
+    stored, _ = portal.save(Form(ssid_other="office", wifi_pass=""))  # another network may be open
+    assert config.get("wifi_ssid") == "office" and config.get("wifi_pass") == ""
+
+
+def test_bad_fields_are_refused_as_the_console_refuses_them():
+    fresh()
+    config.set("tz", "+01:00")
+    stored, errors = portal.save(Form(ssid="home", wifi_pass="a\nb", tg_token="not a token", provider="nope",
+                                      api_key=KEY, tz="+25:00"))
+    assert set(errors) == {"wifi_pass", "tg_token", "provider", "tz"}
+    assert stored == []
+    assert "bot token" in errors["tg_token"] and "unknown provider" in errors["provider"]
+    assert "+25:00" in errors["tz"]
+    assert config.get("wifi_ssid") == "" and config.get("tg_token") == "" and config.get("tz") == "+01:00"
+    assert config.get("key_anthropic") == ""  # a key for a refused provider is not stored
+    _, errors = portal.save(Form(provider="custom"))
+    assert "base URL" in errors["provider"] and config.get("provider") == "anthropic"
+    _, errors = portal.save(Form(ssid_other="x" * 33))
+    assert "ssid" in errors and config.get("wifi_ssid") == ""
+    _, errors = portal.save(Form(provider="custom", base_url="ftp://x"))
+    assert "provider" in errors and config.get("provider") == "anthropic"
+    stored, errors = portal.save(Form(provider="custom", base_url="http://192.168.1.20:8000/v1"))
+    assert errors == {} and config.get("base_url") == "http://192.168.1.20:8000/v1"
+
+
+def test_the_page_says_set_and_never_holds_a_secret():
+    fresh()
+    portal.state["scan"] = [("home", -40), ("<script>alert(1)</script>", -70)]
+    empty = portal.page()
+    assert empty.count("not set") == 3  # WiFi password, token, the provider's key
+    portal.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, api_key=KEY,
+                     provider="anthropic", tz="-05:30"))
+    html = portal.page("Saved")
+    assert "not set" not in html and html.count("(set)") == 3
+    for secret in (WIFI_PASS, TOKEN, KEY, config.get("portal_pass") or "x" * 40):
+        assert secret not in html
+        assert secret[-4:] not in html  # not even the masked tail
+    assert "<script>alert" not in html and "&lt;script&gt;" in html  # a network's name is anyone's
+    assert 'value="home" selected' in html and 'value="-05:30"' in html
+    assert 'name="csrf" value="t0k"' in html
+    assert len(html) < 6000
+
+
+def test_same_origin():
+    portal.state["address"] = "192.168.4.1"
+    assert portal.same_origin({})
+    assert portal.same_origin({"Origin": "http://192.168.4.1"})
+    assert portal.same_origin({"Referer": "http://192.168.4.1/"})
+    assert not portal.same_origin({"Origin": "http://evil.example"})
+    assert not portal.same_origin({"Origin": "null"})
+    assert not portal.same_origin({"Referer": "http://192.168.4.1.evil.example/"})
