@@ -64,7 +64,7 @@ def test_the_form_and_its_headers(portal):
     assert h["cache-control"] == "no-store" and "frame-ancestors 'none'" in h["content-security-policy"]
     assert "mimi-sim-wifi" in body  # the scan list
     assert re.search(r'name="csrf" value="[0-9a-f]{32}"', body)
-    assert "API key for anthropic <span class=\"s\">(set)" in body and OLD_KEY not in body
+    assert 'API key <span class="s">(set)</span></label><div class="h">anthropic' in body and OLD_KEY not in body
     # a secret is stored: the access point is WPA2, its password on the console
     assert re.search(r"WiFi mimi-[0-9A-F]{4} \(WPA2\) password: [a-z2-9]{12};", portal.output())
 

@@ -206,7 +206,7 @@ def esc(s):
 _CSS = ("body{font:16px system-ui,sans-serif;max-width:32em;margin:1em auto;padding:0 .8em;color:#222}"
         "fieldset{border:1px solid #bbb;border-radius:6px;margin:0 0 1em}label{display:block;margin:.5em 0 .2em}"
         "input,select{width:100%;box-sizing:border-box;padding:.4em;font:inherit}"
-        "button{padding:.6em 1.2em;font:inherit}.s{color:#555;font-size:.85em}.e{color:#b00}"
+        "button{padding:.6em 1.2em;font:inherit}.s,.h{color:#555;font-size:.85em}.e{color:#b00}"
         ".ok{background:#e6f4e6;padding:.5em}")
 
 
@@ -261,8 +261,8 @@ def page(notice="", errors=None, typed=None):
         err("provider"),
         '<label for="base_url">Server address <span class="s">(custom and local servers; empty: the preset\'s)</span>'
         '</label><input id="base_url" name="base_url" value="%s">' % esc(typed.get("base_url") or config.get("base_url")),
-        '<label for="api_key">API key for %s <span class="s">(%s)</span></label>' % (
-            esc(config.get("provider")), _status("key_" + config.get("provider"))),
+        '<label for="api_key">API key <span class="s">(%s)</span></label><div class="h">%s\'s key; one typed here '
+        "goes to the provider chosen above</div>" % (_status("key_" + config.get("provider")), esc(config.get("provider"))),
         '<input id="api_key" name="api_key" type="password" autocomplete="off">', err("api_key"),
         "</fieldset><fieldset><legend>Time zone</legend>",
         '<label for="tz">UTC offset</label><input id="tz" name="tz" value="%s">' % esc(
