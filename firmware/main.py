@@ -4,7 +4,9 @@ try:
 
     if not _boot.state["safe"]:
         _boot.app_running(True)  # from here an unasked-for reset counts as a crash (mimi.boot)
-    if _app.init():
+    if _boot.state["portal"]:
+        _boot.open_portal()  # the WiFi setup portal instead of the assistant (mimi.web.portal)
+    elif _app.init():
         _app.start()
 except KeyboardInterrupt:
     # Ctrl-C while starting: stop what started; the REPL (or the host launcher) sees it.

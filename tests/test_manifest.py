@@ -18,6 +18,8 @@ BUILTIN = {"_asyncio", "_espnow", "_onewire", "_thread", "_webrepl", "array", "b
            "builtins", "cmath", "collections", "cryptolib", "deflate", "errno", "esp", "esp32", "framebuf", "gc",
            "hashlib", "heapq", "io", "json", "machine", "math", "micropython", "network", "os", "platform",
            "random", "re", "select", "socket", "struct", "sys", "time", "tls", "uctypes", "vfs", "websocket"}
+BUILTIN.add("asyncio")  # frozen into every ESP32 firmware (ports/esp32/boards/manifest.py: extmod/asyncio)
+VENDORED = {"microdot"}  # firmware/lib (firmware/lib/README.md): deployed beside mimi, not required
 # micropython-lib modules: what require() would name (micropython/, python-stdlib/,
 # python-ecosys/ of micropython-lib). Those mimi imports must be required, and only those.
 MICROPYTHON_LIB = {"ntptime", "neopixel", "requests", "umqtt.simple", "umqtt.robust", "aioble", "ssl",
@@ -114,7 +116,7 @@ def test_manifest_requires_every_library_module_the_package_imports_and_no_other
         if name.split(".")[0] != "mimi":
             top.setdefault(name, where)
     # Every import is a built-in, a micropython-lib module, or mimi's own.
-    unknown = {n: w for n, w in top.items() if n.split(".")[0] not in BUILTIN and n not in MICROPYTHON_LIB
+    unknown = {n: w for n, w in top.items() if n.split(".")[0] not in BUILTIN | VENDORED and n not in MICROPYTHON_LIB
                and n.rsplit(".", 1)[0] not in MICROPYTHON_LIB}
     assert not unknown, "imported, but neither built into MicroPython nor from micropython-lib: %s" % unknown
     needed = {n for n in top if n in MICROPYTHON_LIB}

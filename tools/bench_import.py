@@ -31,6 +31,9 @@ BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
 # mimi.doctor, which only tools/flash.sh doctor runs: measured apart, after the budgeted
 # package (named to the board script in MIMI_BENCH_LATER).
 OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor"
+# The setup portal: loaded in the portal mode, instead of the app (or beside it once WiFi
+# has been down for minutes); docs/heap.md "Setup portal" has its figures.
+OPTIONAL += " mimi.web mimi.web.portal mimi.net.captive_dns"
 
 
 def main(heap="256K"):

@@ -309,6 +309,10 @@ def _io_loop():
         while not state["stop"]:
             now = seam.ticks_ms()
             net.tick(now)
+            if net.down_ms(now) >= config.PORTAL_WIFI_DOWN_MS and seam.wifi_needed():
+                from mimi.web import portal  # the setup portal beside the app (issue 16)
+
+                portal.start(reason=portal.wanted(net, now))  # nothing while it runs or just failed
             busy = tg.tick(now)
             if fs is not None:
                 busy = fs.tick(now) or busy

@@ -45,9 +45,10 @@ _BOOT_CRASH_LIMIT = const(3)  # boots in a row that never got healthy -> safe mo
 
 
 state = {"safe": False, "reason": "", "crashes": 0, "net": None, "armed": False, "feeding": False,
-         "feeder": False}
+         "feeder": False, "portal": None}
 # net: boot's NetKeeper, kept by the app; armed: a soft reset left the watchdog running;
-# feeding: keep_fed's thread (feeder: it runs) feeds it until the app does
+# feeding: keep_fed's thread (feeder: it runs) feeds it until the app does; portal: why this
+# boot opens the setup portal instead of starting the app (mimi.web.portal.wanted), or None
 
 
 # -- crash counting and safe mode --------------------------------------------------------
@@ -229,6 +230,10 @@ def run(cause=None):
             return False
         if check_board():
             return False
+        if seam.wifi_needed():  # the host's network needs no WiFi and has no BOOT button
+            from mimi.web import portal
+
+            state["portal"] = portal.wanted()  # /main.py opens it (open_portal) instead of the app
         # A panic while WiFi starts counts as a crash too (a reset loop); the mark goes
         # when this returns (/main.py sets it again for the app).
         app_running(True)
@@ -250,6 +255,16 @@ def run(cause=None):
     except Exception as e:  # noqa: BLE001 - boot must never leave the board without a REPL
         log.exc("boot", "boot", e)
         return False
+
+
+def open_portal():
+    """The setup portal mode (``state["portal"]`` says why), which ``/main.py`` starts instead
+    of the app: the portal in a thread of its own (the REPL stays live), the WiFi set kept
+    trying meanwhile; once settings are saved, or WiFi is back and the portal idle, the
+    board restarts (mimi.web.portal.main). True when it started."""
+    from mimi.web import portal
+
+    return portal.start(keeper=state["net"], reason=state["portal"])
 
 
 class NetKeeper:

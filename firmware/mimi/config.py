@@ -193,9 +193,10 @@ SETTINGS["share_memory"] = ("share_memory", "none", False)
 # Where a second person's or a group's turn may send messages besides its own chat: "none", "owner", "all".
 SETTINGS["cross_chat"] = ("cross_chat", "none", False)
 
-# The setup portal (mimi/web/portal.py; issue 16): its access point's WPA2 password, made
-# once when the first secret is stored, printed on the console when the portal opens.
-SETTINGS["portal_pass"] = ("portal_pass", "", True)
+# The setup portal (mimi/web/portal.py; issue 16). Its access point's WPA2 password is made
+# once, when the first secret is stored, and printed on the console when the portal opens;
+# a settings-store key, not a setting: no command shows or changes it.
+PORTAL_PASS_KEY = "portal_pass"
 PORTAL_WIFI_DOWN_MS = const(180000)  # WiFi set but not connected this long: the portal opens
 PORTAL_BOOT_PIN = const(0)  # held low at start (the DevKitC-1's BOOT button): the portal opens
 

@@ -533,6 +533,12 @@ def ap_stop():
         pass
 
 
+def wifi_needed():
+    """True where the firmware reaches the network through WiFi (the board); the host
+    runtimes use the host's network, whatever the WiFi settings say (the stand-in WLAN)."""
+    return _RT == "esp32"
+
+
 def mac():
     """The station interface's MAC address (6 bytes)."""
     return bytes(wlan().config("mac"))

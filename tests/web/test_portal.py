@@ -50,14 +50,14 @@ def test_open_while_no_secret_then_wpa2_with_a_kept_password():
 
 def test_every_secret_setting_counts_but_the_portal_password():
     for name in config.SETTINGS:
-        if not config.is_secret(name) or name == "portal_pass":
+        if not config.is_secret(name):
             continue
         fresh()
         config.set(name, "fake-secret-value-1234")
         assert portal.secrets_stored(), name
     fresh()
-    config.set("portal_pass", "abcdefghijkm")
-    assert not portal.secrets_stored()
+    seam.store_set(config.PORTAL_PASS_KEY, "abcdefghijkm")
+    assert not portal.secrets_stored() and portal.ap_password() is None
 
 
 def test_ap_name_is_the_mac_tail():
@@ -145,7 +145,7 @@ def test_the_page_says_set_and_never_holds_a_secret():
                      provider="anthropic", tz="-05:30"))
     html = portal.page("Saved")
     assert "not set" not in html and html.count("(set)") == 3
-    for secret in (WIFI_PASS, TOKEN, KEY, config.get("portal_pass") or "x" * 40):
+    for secret in (WIFI_PASS, TOKEN, KEY, seam.store_get(config.PORTAL_PASS_KEY) or "x" * 40):
         assert secret not in html
         assert secret[-4:] not in html  # not even the masked tail
     assert "<script>alert" not in html and "&lt;script&gt;" in html  # a network's name is anyone's
@@ -162,3 +162,40 @@ def test_same_origin():
     assert not portal.same_origin({"Origin": "http://evil.example"})
     assert not portal.same_origin({"Origin": "null"})
     assert not portal.same_origin({"Referer": "http://192.168.4.1.evil.example/"})
+
+
+def test_boot_chooses_the_portal_on_a_board_without_wifi():
+    from mimi import boot
+
+    fresh()
+    real = seam.wifi_needed
+    seam.wifi_needed = lambda: True  # as on the board (the host needs no WiFi)
+    try:
+        boot.run("power")
+        assert boot.state["portal"] == "no WiFi set"
+        config.set("wifi_ssid", "home")
+        boot.run("power")
+        assert boot.state["portal"] is None
+        machine.sim_drive(config.PORTAL_BOOT_PIN, 0)
+        boot.run("power")
+        assert boot.state["portal"] == "BOOT button held"
+    finally:
+        seam.wifi_needed = real
+        machine.sim_reset()
+        boot.state["portal"] = None
+    fresh()
+    boot.run("power")
+    assert boot.state["portal"] is None  # the host: the app starts without WiFi
+
+
+def test_the_keeper_counts_how_long_wifi_is_down():
+    from mimi import boot
+
+    fresh()
+    k = boot.NetKeeper(1000)
+    assert k.down_ms(61000) == 60000
+    config.set("wifi_ssid", "home")
+    k.tick(2000, False)  # the stand-in connects at once
+    assert k.up and k.down_ms(500000) == 0
+    k.up = False  # the link dropped at 2000
+    assert k.down_ms(2000 + config.PORTAL_WIFI_DOWN_MS) == config.PORTAL_WIFI_DOWN_MS

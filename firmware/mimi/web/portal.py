@@ -6,7 +6,7 @@ not connected for ``config.PORTAL_WIFI_DOWN_MS`` (``boot.NetKeeper.down_ms``).
 
 The access point is open only while the board holds no secret (no setting marked secret
 in ``config.SETTINGS`` is set: WiFi password, bot token, API keys, ...). Once one is, it
-uses WPA2-PSK with a password made once (``portal_pass``, kept in NVS) and printed on the
+uses WPA2-PSK with a password made once (kept in NVS under ``config.PORTAL_PASS_KEY``) and printed on the
 serial console each time the portal opens: whoever can join could otherwise replace the
 owner's settings (never read them: see below).
 
@@ -40,6 +40,7 @@ _TAG = "portal"
 _PORTAL_JOIN_DELAY_MS = const(3000)  # after a save: time for the answer page to arrive
 _PORTAL_IDLE_MS = const(120000)  # WiFi back up and no request this long: the portal closes
 _PORTAL_WATCH_MS = const(500)
+_PORTAL_RETRY_MS = const(300000)  # after the portal failed to open, before start() tries again
 _PORTAL_PASS_LEN = const(12)
 _PORTAL_SCAN_MAX = const(20)  # networks listed
 _PORTAL_STACK_BYTES = const(16384)
@@ -48,7 +49,7 @@ _SSID_MAX_BYTES = const(32)  # IEEE 802.11's limit
 _PASS_CHARS = "abcdefghijkmnpqrstuvwxyz23456789"
 
 state = {"token": None, "address": None, "scan": None, "saved": None, "last_ms": 0,
-         "stop": [False], "result": None, "running": False, "app": None}
+         "stop": [False], "result": None, "running": False, "app": None, "failed_ms": None}
 # token: the form's per-boot token; address: how browsers reach the portal ("192.168.4.1",
 # "127.0.0.1:8080"); saved: ticks_ms of a save that set WiFi; last_ms: the last request;
 # result: why run() returned ("saved", "wifi", "stopped")
@@ -58,10 +59,9 @@ state = {"token": None, "address": None, "scan": None, "saved": None, "last_ms":
 
 
 def secrets_stored():
-    """True when any secret setting (``config.SETTINGS``'s third item) holds a value,
-    the portal's own password aside."""
+    """True when any secret setting (``config.SETTINGS``'s third item) holds a value."""
     for name in config.SETTINGS:
-        if name != "portal_pass" and config.is_secret(name) and config.get(name):
+        if config.is_secret(name) and config.get(name):
             return True
     return False
 
@@ -78,12 +78,12 @@ def ap_password():
     the settings store."""
     if not secrets_stored():
         return None
-    pw = config.get("portal_pass")
+    pw = seam.store_get(config.PORTAL_PASS_KEY) or ""
     if len(pw) < 8:
         import os
 
         pw = "".join(_PASS_CHARS[b % len(_PASS_CHARS)] for b in os.urandom(_PORTAL_PASS_LEN))
-        config.set("portal_pass", pw)
+        seam.store_set(config.PORTAL_PASS_KEY, pw)
     return pw
 
 
@@ -444,9 +444,11 @@ def run(port=80, dns_port=53, host="0.0.0.0", address=None, keeper=None, reason=
 
 
 def start(**kw):
-    """``run(**kw)`` in a thread of its own; returns at once (False when the portal runs
-    already). The thread logs an error and ends on ``OSError``."""
-    if state["running"]:
+    """``main(**kw)`` in a thread of its own; returns at once: False when the portal runs
+    already, or failed to open less than ``_PORTAL_RETRY_MS`` ago. The thread logs an
+    error and ends on ``OSError`` (a port taken, the radio refusing)."""
+    f = state["failed_ms"]
+    if state["running"] or f is not None and seam.ticks_diff(seam.ticks_ms(), f) < _PORTAL_RETRY_MS:
         return False
     state["running"] = True
     seam.start_thread(_thread_main, (kw,), seam.thread_stack_bytes(_PORTAL_STACK_BYTES))
@@ -458,14 +460,17 @@ def _thread_main(kw):
         main(**kw)
     except Exception as e:  # noqa: BLE001 - a thread's end: say why
         state["running"] = False
+        state["failed_ms"] = seam.ticks_ms()
         log.exc(_TAG, "portal", e)
 
 
 def main(restart=True, **kw):
-    """The portal mode: ``run(**kw)``, then, when ``restart`` and it closed after a save or
-    because WiFi came back, a reset so the board boots normally (the app, WiFi joined)."""
+    """``run(**kw)``, then, with ``restart``, a reset when it closed after a save, or
+    because WiFi came back in the portal mode (a ``keeper`` given: the app is not
+    running), so the board boots normally: the app, WiFi joined. Beside the running app
+    (no ``keeper``) WiFi coming back just closes the portal."""
     why = run(**kw)
-    if restart and why in ("saved", "wifi"):
+    if restart and (why == "saved" or why == "wifi" and kw.get("keeper") is not None):
         seam.wait_ms(200)
         seam.reset()
     return why
