@@ -260,11 +260,12 @@ def run(cause=None):
 def open_portal():
     """The setup portal mode (``state["portal"]`` says why), which ``/main.py`` starts instead
     of the app: the portal in a thread of its own (the REPL stays live), the WiFi set kept
-    trying meanwhile; once settings are saved, or WiFi is back and the portal idle, the
-    board restarts (mimi.web.portal.main). True when it started."""
+    trying meanwhile; once settings are saved, or WiFi is back and the portal idle (not
+    when BOOT was held: the owner asked for it), the board restarts (mimi.web.portal.main).
+    True when it started."""
     from mimi.web import portal
 
-    return portal.start(keeper=state["net"], reason=state["portal"])
+    return portal.start(keeper=state["net"], reason=state["portal"], stay=state["portal"] == portal.BOOT_HELD)
 
 
 class NetKeeper:

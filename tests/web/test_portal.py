@@ -199,3 +199,41 @@ def test_the_keeper_counts_how_long_wifi_is_down():
     assert k.up and k.down_ms(500000) == 0
     k.up = False  # the link dropped at 2000
     assert k.down_ms(2000 + config.PORTAL_WIFI_DOWN_MS) == config.PORTAL_WIFI_DOWN_MS
+
+
+class FakeApp:
+    def __init__(self):
+        self.shut = 0
+
+    def shutdown(self):
+        self.shut += 1
+
+
+class UpKeeper:
+    def tick(self, now, ntp=True):
+        return True
+
+
+def _watch_once(stay, saved=None):
+    import asyncio
+
+    portal.state.update({"stop": [False], "saved": saved, "result": None, "stay": stay,
+                         "last_ms": seam.ticks_add(seam.ticks_ms(), -400000)})  # idle 400 s
+    app = FakeApp()
+
+    async def go():
+        t = asyncio.create_task(portal._watch(app, UpKeeper()))
+        await asyncio.sleep(0.6)
+        portal.stop()  # ends it when nothing else did
+        await asyncio.sleep(0.6)
+        return t
+
+    asyncio.run(go())
+    return portal.state["result"], app.shut
+
+
+def test_the_portal_closes_when_wifi_is_back_unless_the_owner_asked_for_it():
+    fresh()
+    assert _watch_once(False) == ("wifi", 1)
+    assert _watch_once(True) == ("stopped", 1)  # BOOT held: it stays until a save or a stop
+    assert _watch_once(True, seam.ticks_add(seam.ticks_ms(), -5000)) == ("saved", 1)

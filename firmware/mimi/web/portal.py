@@ -38,7 +38,7 @@ from mimi import config, log, seam
 
 _TAG = "portal"
 _PORTAL_JOIN_DELAY_MS = const(3000)  # after a save: time for the answer page to arrive
-_PORTAL_IDLE_MS = const(120000)  # WiFi back up and no request this long: the portal closes
+_PORTAL_IDLE_MS = const(300000)  # WiFi back up and no request this long: the portal closes
 _PORTAL_WATCH_MS = const(500)
 _PORTAL_RETRY_MS = const(300000)  # after the portal failed to open, before start() tries again
 _PORTAL_PASS_LEN = const(12)
@@ -48,11 +48,13 @@ _SSID_MAX_BYTES = const(32)  # IEEE 802.11's limit
 # Letters and digits that cannot be mistaken for one another on a console (no l, 1, o, 0)
 _PASS_CHARS = "abcdefghijkmnpqrstuvwxyz23456789"
 
+BOOT_HELD = "BOOT button held"  # wanted()'s reason when the owner asked for the portal
+
 state = {"token": None, "address": None, "scan": None, "saved": None, "last_ms": 0,
-         "stop": [False], "result": None, "running": False, "app": None, "failed_ms": None}
+         "stop": [False], "result": None, "running": False, "app": None, "failed_ms": None, "stay": False}
 # token: the form's per-boot token; address: how browsers reach the portal ("192.168.4.1",
 # "127.0.0.1:8080"); saved: ticks_ms of a save that set WiFi; last_ms: the last request;
-# result: why run() returned ("saved", "wifi", "stopped")
+# result: why run() returned ("saved", "wifi", "stopped"); stay: WiFi coming back does not close it
 
 
 # -- when, and how the access point is secured ------------------------------------------
@@ -103,7 +105,7 @@ def wanted(keeper=None, now_ms=None):
     if not config.get("wifi_ssid"):
         return "no WiFi set"
     if keeper is None:
-        return "BOOT button held" if boot_button() else None
+        return BOOT_HELD if boot_button() else None
     down = keeper.down_ms(seam.ticks_ms() if now_ms is None else now_ms)
     if down >= config.PORTAL_WIFI_DOWN_MS:
         return "WiFi down for %d s" % (down // 1000)
@@ -368,8 +370,8 @@ def _token():
 
 async def _watch(app, keeper):
     """Close the portal (``app.shutdown()``) when asked (``stop()``), after a save (with a WiFi
-    network set; once the answer page had time to go), or when WiFi is back and nobody used the
-    portal for ``_PORTAL_IDLE_MS``. ``keeper``: a ``boot.NetKeeper`` to tick (the portal
+    network set; once the answer page had time to go), or, unless ``state["stay"]``, when WiFi
+    is back and nobody used the portal for ``_PORTAL_IDLE_MS``. ``keeper``: a ``boot.NetKeeper`` to tick (the portal
     mode's; None beside the app, whose I/O thread ticks its own)."""
     import asyncio
 
@@ -382,7 +384,7 @@ async def _watch(app, keeper):
             why = "stopped"
         elif state["saved"] is not None and seam.ticks_diff(now, state["saved"]) >= _PORTAL_JOIN_DELAY_MS:
             why = "saved"
-        elif up and seam.ticks_diff(now, state["last_ms"]) >= _PORTAL_IDLE_MS:
+        elif up and not state["stay"] and seam.ticks_diff(now, state["last_ms"]) >= _PORTAL_IDLE_MS:
             why = "wifi"
         if why:
             state["result"] = why
@@ -390,15 +392,16 @@ async def _watch(app, keeper):
             return
 
 
-def run(port=80, dns_port=53, host="0.0.0.0", address=None, keeper=None, reason=""):
+def run(port=80, dns_port=53, host="0.0.0.0", address=None, keeper=None, reason="", stay=False):
     """Open the access point and serve the portal in this thread until it closes; returns
-    why: "saved" (settings were stored and a WiFi network is set: restart to join), "wifi" (the network came back),
-    "stopped" (``stop()``).
+    why: "saved" (settings were stored and a WiFi network is set: restart to join), "wifi"
+    (the network came back), "stopped" (``stop()``).
 
     ``port``, ``dns_port``, ``host``: where the HTTP server and the DNS responder listen
     (the board: 80 and 53 on every interface; the simulator: high ports on 127.0.0.1).
     ``address``: how a browser reaches the portal ("127.0.0.1:8080"); default the access
-    point's address (and ``:port`` unless 80). ``keeper``: see ``_watch``. Prints the
+    point's address (and ``:port`` unless 80). ``keeper``: see ``_watch``. ``stay``: WiFi
+    coming back does not close it (the owner asked for it: BOOT held). Prints the
     access point's name and, when it is secured, its password on the console.
     ``OSError`` when a port cannot be bound or the radio refuses (the AP is closed again).
     """
@@ -414,6 +417,7 @@ def run(port=80, dns_port=53, host="0.0.0.0", address=None, keeper=None, reason=
         state["token"] = state["token"] or _token()
         state["stop"][0] = False
         state["saved"] = state["result"] = None
+        state["stay"] = stay
         state["last_ms"] = seam.ticks_ms()
         state["running"] = True
         # DNS names the address browsers reach the portal at (the simulator's loopback)
