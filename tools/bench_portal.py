@@ -1,7 +1,7 @@
 """The setup portal's heap under the micropython command (64-bit, and the 32-bit
 ../shared/tools/micropython32, whose figures are the chip's, when it is there).
 
-    python3 tools/bench_portal.py [ROUNDS]
+    python3 tools/bench_portal.py [ROUNDS] [--smallest]
 
 The board side (tools/bench_portal_board.py) imports mimi.web.portal, runs it in a
 thread on 127.0.0.1, and samples ``gc.mem_alloc()`` while this driver, ROUNDS times
@@ -9,8 +9,9 @@ thread on 127.0.0.1, and samples ``gc.mem_alloc()`` while this driver, ROUNDS ti
 the OS check (a 302), the form, a save refused (a bad token) and a scan; then it stops
 the portal. Figures, in bytes over the heap before the import: the import, the portal
 running idle (after a collection), the live heap's peak while serving (collected and
-read every 20 ms), and after it closed (the modules a save loads stay); then the smallest
-heap (-X heapsize, 16 KB steps) in which the same rounds all succeed. A save that stores
+read every 20 ms), and after it closed (the modules a save loads stay); with --smallest
+also the smallest heap (-X heapsize, 16 KB steps) in which the same rounds all succeed
+(minutes: each heap too small waits for its timeouts). A save that stores
 is left out: it would close the portal.
 """
 import http.client
@@ -102,7 +103,7 @@ def _rounds(p, port, dns_port, rounds):
     return figs
 
 
-def main(rounds=20):
+def main(rounds=20, search=False):
     from host_sim import hostenv
 
     exes = [("64-bit", hostenv.micropython_exe())]
@@ -118,7 +119,8 @@ def main(rounds=20):
         for k in ("heap_import", "heap_running", "heap_peak", "heap_closed"):
             print("  %-14s %7.1f KB" % (k, f[k] / 1024))
         print("  %-14s %7d ms (host CPU, loopback)" % ("per round", f["ms_per_round"]))
-        print("  %-14s %7s" % ("smallest heap", smallest(exe, rounds)))
+        if search:
+            print("  %-14s %7s" % ("smallest heap", smallest(exe, rounds)))
 
 
 def smallest(exe, rounds):
@@ -134,4 +136,5 @@ def smallest(exe, rounds):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)
+    args = [a for a in sys.argv[1:] if a != "--smallest"]
+    main(int(args[0]) if args else 20, "--smallest" in sys.argv)
