@@ -398,7 +398,10 @@ def run(port=80, dns_port=53, host="0.0.0.0", address=None, keeper=None, reason=
     (the network came back), "stopped" (``stop()``).
 
     ``port``, ``dns_port``, ``host``: where the HTTP server and the DNS responder listen
-    (the board: 80 and 53 on every interface; the simulator: high ports on 127.0.0.1).
+    (the board: 80 and 53 on every interface, which is sure to bind as soon as the access
+    point is up; from a network the board has joined meanwhile the page is only a redirect
+    to the access point's address, as the Host differs; the simulator: high ports on
+    127.0.0.1).
     ``address``: how a browser reaches the portal ("127.0.0.1:8080"); default the access
     point's address (and ``:port`` unless 80). ``keeper``: see ``_watch``. ``stay``: WiFi
     coming back does not close it (the owner asked for it: BOOT held). Prints the
