@@ -319,7 +319,8 @@ def make_app():
     @app.before_request
     def captive(req):
         state["last_ms"] = seam.ticks_ms()
-        if req.headers.get("Host") != state["address"]:
+        h = req.headers.get("Host") or ""
+        if h != state["address"] and h != state["address"] + ":80":
             return _home()  # another site's name (the DNS says every name is the board)
 
     @app.route("/")
