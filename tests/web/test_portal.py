@@ -134,6 +134,10 @@ def test_bad_fields_are_refused_as_the_console_refuses_them():
     assert "provider" in errors and config.get("provider") == "anthropic"
     stored, errors = portal.save(Form(provider="custom", base_url="http://192.168.1.20:8000/v1"))
     assert errors == {} and config.get("base_url") == "http://192.168.1.20:8000/v1"
+    # the form sent back as the page showed it changes nothing
+    assert portal.save(Form(provider="custom", base_url="http://192.168.1.20:8000/v1", tz="+01:00")) == ([], {})
+    stored, errors = portal.save(Form(provider="openai", base_url=""))  # the preset's address again
+    assert errors == {} and config.get("base_url") == "" and config.get("provider") == "openai"
 
 
 def test_the_page_says_set_and_never_holds_a_secret():

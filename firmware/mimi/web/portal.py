@@ -168,11 +168,11 @@ def save(form):
             errors["tg_token"] = commands.text("bad_token").strip()
     prov = field("provider").lower()
     url = field("base_url")
-    if prov and (prov != config.get("provider") or url):
+    if prov and (prov != config.get("provider") or url != config.get("base_url")):  # the page shows both
         try:
             if not commands.plain(url):
                 raise ValueError(commands.text("ctrl", "base_url"))
-            llm.switch(provider=prov, base_url=url or None)
+            llm.switch(provider=prov, base_url=url)  # "": the preset's address
             stored.append("provider")
         except ValueError as e:
             errors["provider"] = str(e)
