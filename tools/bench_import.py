@@ -33,7 +33,7 @@ BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
 OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor"
 # The setup portal: loaded in the portal mode, instead of the app (or beside it once WiFi
 # has been down for minutes); docs/heap.md "Setup portal" has its figures.
-OPTIONAL += " mimi.web mimi.web.portal mimi.net.captive_dns"
+OPTIONAL += " mimi.web mimi.web.portal mimi.web.setup_form mimi.net.captive_dns"
 
 
 def main(heap="256K"):

@@ -4,7 +4,7 @@ import machine
 import network
 
 from mimi import config, seam
-from mimi.web import portal
+from mimi.web import portal, setup_form
 import support
 
 RUNTIMES = ("cpython", "micropython")
@@ -90,7 +90,7 @@ def test_when_the_portal_opens():
 
 def test_save_stores_good_fields():
     fresh()
-    stored, errors = portal.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, provider="openai",
+    stored, errors = setup_form.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, provider="openai",
                                       api_key=KEY, tz="+8"))
     assert errors == {}
     assert config.get("wifi_ssid") == "home" and config.get("wifi_pass") == WIFI_PASS
@@ -105,20 +105,20 @@ def test_save_stores_good_fields():
 
 def test_empty_fields_keep_what_is_stored():
     fresh()
-    portal.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, api_key=KEY))
-    stored, errors = portal.save(Form(ssid="home", wifi_pass="", tg_token="", provider="anthropic", api_key="",
+    setup_form.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, api_key=KEY))
+    stored, errors = setup_form.save(Form(ssid="home", wifi_pass="", tg_token="", provider="anthropic", api_key="",
                                       tz=""))
     assert (stored, errors) == ([], {})
     assert config.get("wifi_pass") == WIFI_PASS and config.get("tg_token") == TOKEN
     assert config.get("key_anthropic") == KEY
-    stored, _ = portal.save(Form(ssid_other="office", wifi_pass=""))  # another network may be open
+    stored, _ = setup_form.save(Form(ssid_other="office", wifi_pass=""))  # another network may be open
     assert config.get("wifi_ssid") == "office" and config.get("wifi_pass") == ""
 
 
 def test_bad_fields_are_refused_as_the_console_refuses_them():
     fresh()
     config.set("tz", "+01:00")
-    stored, errors = portal.save(Form(ssid="home", wifi_pass="a\nb", tg_token="not a token", provider="nope",
+    stored, errors = setup_form.save(Form(ssid="home", wifi_pass="a\nb", tg_token="not a token", provider="nope",
                                       api_key=KEY, tz="+25:00"))
     assert set(errors) == {"wifi_pass", "tg_token", "provider", "tz"}
     assert stored == []
@@ -126,28 +126,28 @@ def test_bad_fields_are_refused_as_the_console_refuses_them():
     assert "+25:00" in errors["tz"]
     assert config.get("wifi_ssid") == "" and config.get("tg_token") == "" and config.get("tz") == "+01:00"
     assert config.get("key_anthropic") == ""  # a key for a refused provider is not stored
-    _, errors = portal.save(Form(provider="custom"))
+    _, errors = setup_form.save(Form(provider="custom"))
     assert "base URL" in errors["provider"] and config.get("provider") == "anthropic"
-    _, errors = portal.save(Form(ssid_other="x" * 33))
+    _, errors = setup_form.save(Form(ssid_other="x" * 33))
     assert "ssid" in errors and config.get("wifi_ssid") == ""
-    _, errors = portal.save(Form(provider="custom", base_url="ftp://x"))
+    _, errors = setup_form.save(Form(provider="custom", base_url="ftp://x"))
     assert "provider" in errors and config.get("provider") == "anthropic"
-    stored, errors = portal.save(Form(provider="custom", base_url="http://192.168.1.20:8000/v1"))
+    stored, errors = setup_form.save(Form(provider="custom", base_url="http://192.168.1.20:8000/v1"))
     assert errors == {} and config.get("base_url") == "http://192.168.1.20:8000/v1"
     # the form sent back as the page showed it changes nothing
-    assert portal.save(Form(provider="custom", base_url="http://192.168.1.20:8000/v1", tz="+01:00")) == ([], {})
-    stored, errors = portal.save(Form(provider="openai", base_url=""))  # the preset's address again
+    assert setup_form.save(Form(provider="custom", base_url="http://192.168.1.20:8000/v1", tz="+01:00")) == ([], {})
+    stored, errors = setup_form.save(Form(provider="openai", base_url=""))  # the preset's address again
     assert errors == {} and config.get("base_url") == "" and config.get("provider") == "openai"
 
 
 def test_the_page_says_set_and_never_holds_a_secret():
     fresh()
-    portal.state["scan"] = [("home", -40), ("<script>alert(1)</script>", -70)]
-    empty = portal.page()
+    nets = [("home", -40), ("<script>alert(1)</script>", -70)]
+    empty = setup_form.page(nets, "t0k")
     assert empty.count("not set") == 3  # WiFi password, token, the provider's key
-    portal.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, api_key=KEY,
+    setup_form.save(Form(ssid="home", wifi_pass=WIFI_PASS, tg_token=TOKEN, api_key=KEY,
                      provider="anthropic", tz="-05:30"))
-    html = portal.page("Saved")
+    html = setup_form.page(nets, "t0k", "Saved")
     assert "not set" not in html and html.count("(set)") == 3
     for secret in (WIFI_PASS, TOKEN, KEY, seam.store_get(config.PORTAL_PASS_KEY) or "x" * 40):
         assert secret not in html

@@ -6,17 +6,16 @@ not connected for ``config.PORTAL_WIFI_DOWN_MS`` (``boot.NetKeeper.down_ms``).
 
 The access point is open only while the board holds no secret (no setting marked secret
 in ``config.SETTINGS`` is set: WiFi password, bot token, API keys, ...). Once one is, it
-uses WPA2-PSK with a password made once (kept in NVS under ``config.PORTAL_PASS_KEY``) and printed on the
-serial console each time the portal opens: whoever can join could otherwise replace the
+uses WPA2-PSK with a password made once (kept in NVS under ``config.PORTAL_PASS_KEY``)
+and printed on the serial console each time the portal opens: whoever can join could otherwise replace the
 owner's settings (never read them: see below).
 
-The page (``/``): the networks seen (scan list), the WiFi password, the Telegram token,
-the provider with its key and address, the time zone. Each field is checked as the
-serial console checks it (``cli.token_ok``, ``commands.plain``, ``llm.switch``,
-``llm.set_key``, ``clock.set_tz``) and stored in NVS through ``config``; a field left empty
-keeps what is stored. No secret is ever sent to a browser, not even masked: a secret
-field says "set" or "not set". After a save (a WiFi network being set) the portal closes and the
-caller restarts the board, which then joins the network.
+The page (``/``, ``mimi.web.setup_form``): the networks seen (scan list), the WiFi
+password, the Telegram token, the provider with its key and address, the time zone. Each
+field is checked as the serial console checks it and stored in NVS through ``config``; a
+field left empty keeps what is stored. No secret is ever sent to a browser, not even masked: a secret
+field says "set" or "not set". After a save (a WiFi network being set) the portal closes
+and the caller restarts the board, which then joins the network.
 
 The POST is guarded, though the portal has no login (it is the owner's first contact):
 a per-boot token in a hidden field (a page of another site cannot read it) and, when the
@@ -44,7 +43,6 @@ _PORTAL_RETRY_MS = const(300000)  # after the portal failed to open, before star
 _PORTAL_PASS_LEN = const(12)
 _PORTAL_SCAN_MAX = const(20)  # networks listed
 _PORTAL_STACK_BYTES = const(16384)
-_SSID_MAX_BYTES = const(32)  # IEEE 802.11's limit
 # Letters and digits that cannot be mistaken for one another on a console (no l, 1, o, 0)
 _PASS_CHARS = "abcdefghijkmnpqrstuvwxyz23456789"
 
@@ -112,7 +110,7 @@ def wanted(keeper=None, now_ms=None):
     return None
 
 
-# -- the form's fields --------------------------------------------------------------------
+# -- the scan list --------------------------------------------------------------------
 
 
 def scan():
@@ -129,156 +127,7 @@ def scan():
     return out
 
 
-def save(form):
-    """Check and store the fields of ``form`` (a dict-like: ``get(name)``); returns
-    ``(stored, errors)``: the names stored, and {field: message} for those refused
-    (nothing of a refused field is stored; the others are). Empty fields keep what is
-    stored. Field names: ssid, ssid_other (typed instead of picked), wifi_pass,
-    tg_token, provider, base_url, api_key, tz.
-    """
-    from mimi import cli, commands, llm
-
-    def field(name):
-        v = form.get(name)
-        return (v or "").strip() if name not in ("wifi_pass", "api_key") else (v or "")
-
-    stored = []
-    errors = {}
-    ssid = field("ssid_other") or field("ssid")
-    pw = field("wifi_pass")
-    if ssid or pw:
-        if not ssid:
-            ssid = config.get("wifi_ssid")
-        if not ssid:
-            errors["ssid"] = "pick or type a network"
-        elif not commands.plain(ssid) or len(ssid.encode()) > _SSID_MAX_BYTES:
-            errors["ssid"] = "a network name is at most 32 bytes, one line"
-        elif not commands.plain(pw):
-            errors["wifi_pass"] = commands.text("ctrl", "wifi_pass")
-        elif pw or ssid != config.get("wifi_ssid"):  # a new network's password may be empty (open)
-            config.set("wifi_ssid", ssid)
-            config.set("wifi_pass", pw)
-            stored += ["wifi_ssid", "wifi_pass"]
-    tok = field("tg_token")
-    if tok:
-        if cli.token_ok(tok) and commands.plain(tok):
-            config.set("tg_token", tok)
-            stored.append("tg_token")
-        else:
-            errors["tg_token"] = commands.text("bad_token").strip()
-    prov = field("provider").lower()
-    url = field("base_url")
-    if prov and (prov != config.get("provider") or url != config.get("base_url")):  # the page shows both
-        try:
-            if not commands.plain(url):
-                raise ValueError(commands.text("ctrl", "base_url"))
-            llm.switch(provider=prov, base_url=url)  # "": the preset's address
-            stored.append("provider")
-        except ValueError as e:
-            errors["provider"] = str(e)
-    key = field("api_key").strip()
-    if key and "provider" not in errors:
-        if commands.plain(key):
-            llm.set_key(key)
-            stored.append("key_" + config.get("provider"))
-        else:
-            errors["api_key"] = commands.text("ctrl", "api_key")
-    tz = field("tz")
-    if tz and tz != config.get("tz"):
-        from mimi import clock
-
-        try:
-            clock.set_tz(tz)
-            stored.append("tz")
-        except ValueError as e:
-            errors["tz"] = str(e)
-    return stored, errors
-
-
-# -- the page -----------------------------------------------------------------------------
-
-
-def esc(s):
-    """``s`` safe inside HTML text and quoted attributes (network names come from
-    anyone's access point)."""
-    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
-        '"', "&quot;").replace("'", "&#39;")
-
-
-_CSS = ("body{font:16px system-ui,sans-serif;max-width:32em;margin:1em auto;padding:0 .8em;color:#222}"
-        "fieldset{border:1px solid #bbb;border-radius:6px;margin:0 0 1em}label{display:block;margin:.5em 0 .2em}"
-        "input,select{width:100%;box-sizing:border-box;padding:.4em;font:inherit}"
-        "button{padding:.6em 1.2em;font:inherit}.s,.h{color:#555;font-size:.85em}.e{color:#b00}"
-        ".ok{background:#e6f4e6;padding:.5em}")
-
-
-def _status(name):
-    return "set" if config.get(name) else "not set"
-
-
-def page(notice="", errors=None, typed=None):
-    """The form as HTML (str). ``notice``: a line at the top; ``errors``: {field: message};
-    ``typed``: the non-secret values the owner typed (kept after a refusal). Secrets are
-    never written into the page: their fields are empty, with "set" or "not set"."""
-    from mimi import llm
-
-    errors = errors or {}
-    typed = typed or {}
-    nets = state["scan"] or []
-    cur = config.get("wifi_ssid")
-    prov = typed.get("provider") or config.get("provider")
-
-    def err(f):
-        return '<div class="e">%s</div>' % esc(errors[f]) if f in errors else ""
-
-    opts = []
-    for n, rssi in nets:
-        opts.append('<option value="%s"%s>%s (%d dBm)</option>' % (
-            esc(n), " selected" if n == cur else "", esc(n), rssi))
-    if cur and cur not in [n for n, _ in nets]:
-        opts.insert(0, '<option value="%s" selected>%s (stored)</option>' % (esc(cur), esc(cur)))
-    provs = []
-    for p in llm.PRESETS:
-        provs.append('<option%s>%s</option>' % (" selected" if p == prov else "", p))
-    return "".join((
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        "<title>mimi setup</title><style>", _CSS, "</style></head><body><h1>mimi setup</h1>",
-        '<p class="ok">%s</p>' % esc(notice) if notice else "",
-        '<form method="post" action="/save"><input type="hidden" name="csrf" value="', state["token"], '">',
-        "<fieldset><legend>WiFi</legend>",
-        '<label for="ssid">Network</label><select id="ssid" name="ssid"><option value="">(choose)</option>',
-        "".join(opts), "</select>",
-        '<label for="ssid_other">or another name</label><input id="ssid_other" name="ssid_other" maxlength="32">',
-        err("ssid"),
-        '<label for="wifi_pass">Password <span class="s">(%s)</span></label>' % _status("wifi_pass"),
-        '<input id="wifi_pass" name="wifi_pass" type="password" autocomplete="off">', err("wifi_pass"),
-        '</fieldset><p class="s"><a href="/scan">Scan again</a></p>',
-        "<fieldset><legend>Telegram</legend>",
-        '<label for="tg_token">Bot token <span class="s">(%s)</span></label>' % _status("tg_token"),
-        '<input id="tg_token" name="tg_token" type="password" autocomplete="off" placeholder="123456789:AAH...">',
-        err("tg_token"), "</fieldset>",
-        "<fieldset><legend>Model</legend>",
-        '<label for="provider">Provider</label><select id="provider" name="provider">', "".join(provs), "</select>",
-        err("provider"),
-        '<label for="base_url">Server address <span class="s">(custom and local servers; empty: the preset\'s)</span>'
-        '</label><input id="base_url" name="base_url" value="%s">' % esc(typed.get("base_url") or config.get("base_url")),
-        '<label for="api_key">API key <span class="s">(%s)</span></label><div class="h">%s\'s key; one typed here '
-        "goes to the provider chosen above</div>" % (_status("key_" + config.get("provider")), esc(config.get("provider"))),
-        '<input id="api_key" name="api_key" type="password" autocomplete="off">', err("api_key"),
-        "</fieldset><fieldset><legend>Time zone</legend>",
-        '<label for="tz">UTC offset</label><input id="tz" name="tz" value="%s">' % esc(
-            typed.get("tz") or config.get("tz")), err("tz"),
-        '</fieldset><p class="s">Empty fields keep what is stored.</p><button type="submit">Save</button>'
-        "</form></body></html>"))
-
-
 # -- the web app --------------------------------------------------------------------------
-
-# Paths the OS connectivity checks ask for: any answer but the expected one makes the
-# phone or PC open its sign-in page; a redirect to the portal is what they expect there.
-CHECK_PATHS = ("/generate_204", "/gen_204", "/hotspot-detect.html", "/library/test/success.html",
-               "/connecttest.txt", "/ncsi.txt", "/redirect", "/canonical.html", "/success.txt")
 
 _HEADERS = {"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store",
             "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
@@ -290,6 +139,13 @@ def _html(body, status=200):
     from microdot import Response
 
     return Response(body, status, dict(_HEADERS))
+
+
+def _page(notice="", errors=None, typed=None, status=200):
+    """The form (``setup_form.page``) with the scan list and token of this portal, as a response."""
+    from mimi.web import setup_form
+
+    return _html(setup_form.page(state["scan"] or [], state["token"], notice, errors, typed), status)
 
 
 def _home():
@@ -313,6 +169,7 @@ def same_origin(headers):
 def make_app():
     """The portal's microdot app (routes and the captive redirects)."""
     from microdot import Microdot
+    from mimi.web import setup_form
 
     app = Microdot()
 
@@ -325,7 +182,7 @@ def make_app():
 
     @app.route("/")
     def index(req):
-        return _html(page())
+        return _page()
 
     @app.route("/scan")
     def rescan(req):
@@ -337,24 +194,27 @@ def make_app():
         form = req.form or {}
         if not same_origin(req.headers) or form.get("csrf") != state["token"]:
             return _html("<p>This form is out of date: <a href='/'>open it again</a>.</p>", 403)
-        stored, errors = save(form)
+        stored, errors = setup_form.save(form)
         log.info(_TAG, "stored: %s%s", ", ".join(stored) or "nothing",
                  "; refused: " + ", ".join(errors) if errors else "")
         if errors:
             typed = {"provider": form.get("provider"), "base_url": form.get("base_url"), "tz": form.get("tz")}
-            return _html(page("Not saved: see the fields in red%s." % (
-                "; saved: " + ", ".join(stored) if stored else ""), errors, typed), 400)
+            return _page("Not saved: see the fields in red%s." % ("; saved: " + ", ".join(stored) if stored else ""),
+                         errors, typed, 400)
         if stored and config.get("wifi_ssid"):  # the portal closes; the board restarts and joins
             state["saved"] = seam.ticks_ms()
             note = "Saved: %s. The board now restarts and joins %s; this network closes." % (
                 ", ".join(stored), config.get("wifi_ssid"))
         else:
             note = "Saved: %s." % (", ".join(stored) or "nothing changed")
-        return _html(page(note))
+        return _page(note)
 
+    # The OS connectivity checks (/generate_204, /hotspot-detect.html, /connecttest.txt,
+    # /ncsi.txt, /canonical.html, /success.txt...) expect one exact answer; anything else,
+    # a redirect to the portal here, makes the phone or PC open its sign-in page.
     @app.route("/<path:path>", methods=["GET", "POST"])
     def anything(req, path):
-        return _home()  # the connectivity checks (CHECK_PATHS) and every other path
+        return _home()
 
     return app
 
