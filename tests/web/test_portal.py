@@ -128,6 +128,10 @@ def test_bad_fields_are_refused_as_the_console_refuses_them():
     assert config.get("key_anthropic") == ""  # a key for a refused provider is not stored
     _, errors = setup_form.save(Form(provider="custom"))
     assert "base URL" in errors["provider"] and config.get("provider") == "anthropic"
+    stored, errors = setup_form.save(Form(tg_token="123:" + "a" * 600, api_key="k" * 600, wifi_pass="p" * 65,
+                                          ssid="home"))
+    assert set(errors) == {"tg_token", "api_key", "wifi_pass"} and stored == []  # clear errors, no crash
+    assert "512 bytes" in errors["tg_token"] and "63" in errors["wifi_pass"]
     _, errors = setup_form.save(Form(ssid_other="x" * 33))
     assert "ssid" in errors and config.get("wifi_ssid") == ""
     _, errors = setup_form.save(Form(provider="custom", base_url="ftp://x"))

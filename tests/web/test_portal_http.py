@@ -94,6 +94,9 @@ def test_bad_fields_are_refused_and_nothing_secret_comes_back(portal):
     assert "bot token" in body and "base URL" in body and "+99" in body
     assert KEY not in body and "nope" not in body  # typed secrets are not written back
     assert portal.stored("tg_token") is None and portal.stored("key_custom") is None
+    huge = {"csrf": _token(portal), "tg_token": "123:" + "a" * 20000}  # over microdot's 16 KB
+    assert call(portal, "POST", "/save", body=huge)[0] == 413
+    assert call(portal, "GET", "/")[0] == 200 and portal.stored("tg_token") is None  # and it serves on
 
 
 def test_save_then_the_portal_closes_for_the_board_to_join(portal):

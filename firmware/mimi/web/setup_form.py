@@ -10,6 +10,7 @@ from micropython import const
 from mimi import config
 
 _SSID_MAX_BYTES = const(32)  # IEEE 802.11's limit
+_WIFI_PASS_MAX = const(64)  # WPA2: a passphrase of 8-63 characters, or 64 hex digits
 
 
 def save(form):
@@ -38,17 +39,21 @@ def save(form):
             errors["ssid"] = "a network name is at most 32 bytes, one line"
         elif not commands.plain(pw):
             errors["wifi_pass"] = commands.text("ctrl", "wifi_pass")
+        elif len(pw) > _WIFI_PASS_MAX:
+            errors["wifi_pass"] = "a WiFi password is at most 63 characters (or 64 hex digits)"
         elif pw or ssid != config.get("wifi_ssid"):  # a new network's password may be empty (open)
             config.set("wifi_ssid", ssid)
             config.set("wifi_pass", pw)
             stored += ["wifi_ssid", "wifi_pass"]
     tok = field("tg_token")
     if tok:
-        if cli.token_ok(tok) and commands.plain(tok):
-            config.set("tg_token", tok)
+        try:
+            if not (cli.token_ok(tok) and commands.plain(tok)):
+                raise ValueError(commands.text("bad_token").strip())
+            config.set("tg_token", tok)  # ValueError past the store's 512 bytes
             stored.append("tg_token")
-        else:
-            errors["tg_token"] = commands.text("bad_token").strip()
+        except ValueError as e:
+            errors["tg_token"] = str(e)
     prov = field("provider").lower()
     url = field("base_url")
     if prov and (prov != config.get("provider") or url != config.get("base_url")):  # the page shows both
@@ -61,11 +66,13 @@ def save(form):
             errors["provider"] = str(e)
     key = field("api_key").strip()
     if key and "provider" not in errors:
-        if commands.plain(key):
-            llm.set_key(key)
+        try:
+            if not commands.plain(key):
+                raise ValueError(commands.text("ctrl", "api_key"))
+            llm.set_key(key)  # ValueError past the store's 512 bytes
             stored.append("key_" + config.get("provider"))
-        else:
-            errors["api_key"] = commands.text("ctrl", "api_key")
+        except ValueError as e:
+            errors["api_key"] = str(e)
     tz = field("tz")
     if tz and tz != config.get("tz"):
         from mimi import clock
