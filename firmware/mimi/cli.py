@@ -259,7 +259,7 @@ def _do(name, x, a):
 def token_ok(x):
     """True when ``x`` (str) looks like a Telegram bot token, ``123456789:AAH...``: digits,
     a colon, at least 5 more characters, no space. The console's check, which the setup
-    portal (mimi.web.portal) shares."""
+    portal (mimi.web.setup_form) shares."""
     head, _, tail = x.partition(":")
     return head.isdigit() and len(tail) >= 5 and " " not in x
 

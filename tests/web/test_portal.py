@@ -245,3 +245,23 @@ def test_the_portal_closes_when_wifi_is_back_unless_the_owner_asked_for_it():
     assert _watch_once(False) == ("wifi", 1)
     assert _watch_once(True) == ("stopped", 1)  # BOOT held: it stays until a save or a stop
     assert _watch_once(True, seam.ticks_add(seam.ticks_ms(), -5000)) == ("saved", 1)
+
+
+def test_after_a_save_the_board_resets_and_that_is_no_crash():
+    from mimi import boot
+
+    fresh()
+    real = portal.run
+    try:
+        portal.run = lambda **kw: "wifi"
+        assert portal.main() == "wifi"  # beside the app (no keeper): WiFi back, no reset
+        assert not machine.RESET_REQUESTED
+        portal.run = lambda **kw: "saved"
+        boot.app_running(True)  # /main.py marks the portal mode as it does the app
+        boot._store(2, True, False)  # two crashes counted before
+        support.raises(SystemExit, portal.main)  # the stand-in's machine.reset()
+        assert machine.RESET_REQUESTED
+        assert boot._load()[:2] == (0, False)  # not running, no crash counted
+    finally:
+        portal.run = real
+        machine.RESET_REQUESTED = False

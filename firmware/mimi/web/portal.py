@@ -236,9 +236,16 @@ async def _watch(app, keeper):
     mode's; None beside the app, whose I/O thread ticks its own)."""
     import asyncio
 
+    t0 = seam.ticks_ms()
+    healthy = False
     while True:
         await asyncio.sleep(_PORTAL_WATCH_MS / 1000)
         now = seam.ticks_ms()
+        if not healthy and seam.ticks_diff(now, t0) >= config.BOOT_HEALTHY_MS:
+            from mimi import boot
+
+            boot.clear_crashes()  # it ran this long: the boots before were no reset loop
+            healthy = True
         up = keeper.tick(now, False) if keeper is not None else seam.wifi_status()[0]
         why = None
         if state["stop"][0]:
@@ -339,7 +346,13 @@ def main(restart=True, **kw):
     (no ``keeper``) WiFi coming back just closes the portal."""
     why = run(**kw)
     if restart and (why == "saved" or why == "wifi" and kw.get("keeper") is not None):
+        from mimi import app, boot
+
         seam.wait_ms(200)
+        if app.running():
+            app.restart()  # beside the app: stopped cleanly (the Telegram offset kept), then reset
+        boot.app_running(False)  # a deliberate reset: not a crash (mimi.boot)
+        boot.clear_crashes()
         seam.reset()
     return why
 
