@@ -18,6 +18,10 @@ def main(port, dns_port):
                         address="127.0.0.1:%d" % port, reason=why)
     except KeyboardInterrupt:
         r = "stopped"
+    except OSError as e:  # a port taken
+        print("mimi host simulator: the portal cannot listen on 127.0.0.1:%d (TCP) and :%d (UDP): %s"
+              % (port, dns_port, e))
+        return 2
     if r == "saved":
         print("[sim] settings saved: a board would restart now and join %s" % config.get("wifi_ssid"))
     return 0
