@@ -6,11 +6,15 @@ try:
         _boot.app_running(True)  # from here an unasked-for reset counts as a crash (mimi.boot)
         from mimi import config as _config
 
-        if not _config.get("web_made"):  # the first start: make the web password, print it once
+        # The first start makes the web password and prints it once; not while the open
+        # setup portal runs (a stored secret would make its access point WPA2).
+        if not _boot.state["portal"] and not _config.get("web_made"):
             from mimi.web import auth as _auth
 
             _auth.first_start()
-    if _app.init():
+    if _boot.state["portal"]:
+        _boot.open_portal()  # the WiFi setup portal instead of the assistant (mimi.web.portal)
+    elif _app.init():
         _app.start()
 except KeyboardInterrupt:
     # Ctrl-C while starting: stop what started; the REPL (or the host launcher) sees it.

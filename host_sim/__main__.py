@@ -5,6 +5,7 @@
     python -m host_sim run [--flash DIR] [--runtime cpython|micropython] [--heap H] [--no-console]
     python -m host_sim vboard --flash DIR [--port P] [--no-boot] [--romfs-kb N]
     python -m host_sim console --port socket://127.0.0.1:P    a terminal on the vboard's REPL
+    python -m host_sim portal [--flash DIR] [--port P] [--dns-port P] [--runtime R]   the setup portal
     python -m host_sim bench [--turns N] [--peak-turns N] [--soak N] [--smallest N] [--app SIZES] [--heaps 256K,512K] [--romfs]
 
 A bad argument prints one line (``--help`` shows the options) and exits with status 2.
@@ -164,6 +165,19 @@ def parser():
                                    "or Ctrl-X quits. Piped lines are sent one by one."))
     t.add_argument("--port", default=os.environ.get("MIMI_PORT") or "socket://127.0.0.1:7777",
                    help="socket://HOST:PORT (default $MIMI_PORT, else socket://127.0.0.1:7777)")
+    p = sub.add_parser("portal", help="the WiFi setup portal alone, as a board without WiFi shows it", formatter_class=raw,
+                       description=_d("The setup portal a board opens when it has no WiFi (or its BOOT button is held "
+                                   "at start): its page on http://127.0.0.1:PORT/ (the stand-in access point is not "
+                                   "broadcast) and its DNS, which answers every name with 127.0.0.1, on DNS_PORT "
+                                   "(dig @127.0.0.1 -p DNS_PORT example.com). What it saves goes to DIR/nvs.json; "
+                                   "after a save with a WiFi network set it ends, where a board would restart and "
+                                   "join the network. Ctrl-C stops it."))
+    p.add_argument("--flash", metavar="DIR", default=FLASH_DEFAULT,
+                   help="folder that plays the board's flash (default: %s, made when missing)" % FLASH_DEFAULT)
+    p.add_argument("--port", type=_port, default=8080, help="the page's TCP port on 127.0.0.1 (default 8080; 80 on a board)")
+    p.add_argument("--dns-port", type=_port, default=5353, help="the DNS's UDP port on 127.0.0.1 (default 5353; 53 on a board)")
+    p.add_argument("--runtime", choices=("cpython", "micropython"), default="cpython",
+                   help="CPython (default) or the micropython command ($MIMI_MICROPYTHON, else the dev tools')")
     b = sub.add_parser("bench", help="the firmware's time, heap and flash writes per turn, under micropython", formatter_class=raw,
                        description=_d("The firmware's own cost of a turn (time, heap, flash writes) under the "
                                    "micropython command ($MIMI_MICROPYTHON: the 32-bit "
@@ -190,6 +204,8 @@ def main(argv=None):
         return bench.main(args.heaps, args.turns, args.peak_turns, args.soak, args.smallest, args.app, args.romfs)
     if args.cmd == "run":
         return launcher.run(args.flash, args.runtime, args.heap, console=args.console)
+    if args.cmd == "portal":
+        return launcher.portal(args.flash, args.port, args.dns_port, args.runtime)
     if args.cmd == "console":
         from host_sim import console
 

@@ -572,3 +572,36 @@ def run(flash_dir, runtime="cpython", heap=HEAP_DEFAULT, env_extra=None, console
         if saved_tty is not None:
             repl.tty_restore(saved_tty)
 
+
+
+def portal_cmd(flash_dir, port, dns_port, runtime="cpython", heap=HEAP_DEFAULT):
+    """The command line that serves the setup portal alone (``host_sim/portal_board.py``)
+    with ``flash_dir`` as the flash, and its environment: ``(argv, env)``. ``OSError``
+    when ``runtime`` is micropython and the command is missing."""
+    env = dict(os.environ)
+    env["MIMI_FLASH"] = os.path.abspath(flash_dir)
+    env["PYTHONPATH"] = hostenv.ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    if runtime == "micropython":
+        exe = hostenv.micropython_exe()
+        if not exe:
+            raise OSError(hostenv.micropython_missing())
+        env["MICROPYPATH"] = hostenv.micropython_path()
+        return [exe, "-X", "heapsize=" + heap, os.path.join(hostenv.ROOT, "host_sim", "portal_board.py"),
+                str(port), str(dns_port)], env
+    return [sys.executable, "-m", "host_sim.portal_board", str(port), str(dns_port)], env
+
+
+def portal(flash_dir, port, dns_port, runtime="cpython"):
+    """``python -m host_sim portal``: the setup portal alone until it closes or Ctrl-C.
+    Returns the exit status (2 when the flash folder or the runtime is missing)."""
+    flash_dir = os.path.abspath(flash_dir)
+    try:
+        seed_flash(flash_dir)
+        argv, env = portal_cmd(flash_dir, port, dns_port, runtime)
+    except OSError as e:
+        print("mimi host simulator: %s" % (e.strerror or e), file=sys.stderr)
+        return 2
+    try:
+        return subprocess.call(argv, env=env, cwd=flash_dir)
+    except KeyboardInterrupt:
+        return 0

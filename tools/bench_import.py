@@ -40,6 +40,9 @@ OPTIONAL += " mimi.rules.chat mimi.rules.engine mimi.rules.actions mimi.rules.st
 # microdot (firmware/lib, in the image beside mimi).
 OPTIONAL += (" mimi.web mimi.web.auth mimi.web.server mimi.web.gateway mimi.web.assets mimi.web.pages"
              " microdot microdot.websocket")
+# The setup portal: loaded in the portal mode, instead of the app (or beside it once WiFi
+# has been down for minutes); docs/heap.md "Setup portal" has its figures.
+OPTIONAL += " mimi.web.portal mimi.web.setup_form mimi.net.captive_dns"
 
 
 def main(heap="256K"):

@@ -332,6 +332,10 @@ def _io_loop():
         while not state["stop"]:
             now = seam.ticks_ms()
             net.tick(now)
+            if net.down_ms(now) >= config.PORTAL_WIFI_DOWN_MS and seam.wifi_needed():
+                _portal_beside(net, now)
+            elif _web_paused[0] and net.down_ms(now) == 0:
+                _web_resume()
             busy = tg.tick(now)
             if fs is not None:
                 busy = fs.tick(now) or busy
@@ -356,6 +360,33 @@ def _io_loop():
         if fs is not None:
             fs.stop()
         http.sweep(0)
+
+
+_web_paused = [False]  # the web app stopped for the setup portal (one asyncio loop at a time)
+
+
+def _portal_beside(net, now):
+    """WiFi down for minutes: open the setup portal beside the app (issue 16). MicroPython
+    runs one asyncio loop at a time, so the web app's (mimi.web.server) stops first; it
+    starts again once WiFi is back and the portal has closed (``_web_resume``)."""
+    from mimi.web import portal
+
+    if portal.state["running"]:
+        return
+    if state["web"] is not None and not _web_paused[0]:
+        from mimi.web import server
+
+        _web_paused[0] = True
+        server.stop()
+    portal.start(reason=portal.wanted(net, now))  # nothing when it just failed
+
+
+def _web_resume():
+    from mimi.web import portal, server
+
+    if not portal.state["running"]:
+        _web_paused[0] = False
+        server.start()
 
 
 def route(msg):

@@ -45,9 +45,10 @@ _BOOT_CRASH_LIMIT = const(3)  # boots in a row that never got healthy -> safe mo
 
 
 state = {"safe": False, "reason": "", "crashes": 0, "net": None, "armed": False, "feeding": False,
-         "feeder": False}
+         "feeder": False, "portal": None}
 # net: boot's NetKeeper, kept by the app; armed: a soft reset left the watchdog running;
-# feeding: keep_fed's thread (feeder: it runs) feeds it until the app does
+# feeding: keep_fed's thread (feeder: it runs) feeds it until the app does; portal: why this
+# boot opens the setup portal instead of starting the app (mimi.web.portal.wanted), or None
 
 
 # -- crash counting and safe mode --------------------------------------------------------
@@ -229,6 +230,10 @@ def run(cause=None):
             return False
         if check_board():
             return False
+        if seam.wifi_needed():  # the host's network needs no WiFi and has no BOOT button
+            from mimi.web import portal
+
+            state["portal"] = portal.wanted()  # /main.py opens it (open_portal) instead of the app
         # A panic while WiFi starts counts as a crash too (a reset loop); the mark goes
         # when this returns (/main.py sets it again for the app).
         app_running(True)
@@ -252,6 +257,17 @@ def run(cause=None):
         return False
 
 
+def open_portal():
+    """The setup portal mode (``state["portal"]`` says why), which ``/main.py`` starts instead
+    of the app: the portal in a thread of its own (the REPL stays live), the WiFi set kept
+    trying meanwhile; once settings are saved, or WiFi is back and the portal idle (not
+    when BOOT was held: the owner asked for it), the board restarts (mimi.web.portal.main).
+    True when it started."""
+    from mimi.web import portal
+
+    return portal.start(keeper=state["net"], reason=state["portal"], stay=state["portal"] == portal.BOOT_HELD)
+
+
 class NetKeeper:
     """Keeps WiFi up and the clock set; the I/O thread calls ``tick(now_ms)`` each loop.
 
@@ -270,6 +286,12 @@ class NetKeeper:
         self.ntp_backoff_ms = _BOOT_NTP_RETRY_MIN_MS
         self.ntp_next_ms = seam.ticks_add(now, _BOOT_NTP_RESYNC_MS if seam.clock_synced() else 0)
         self.wifi_attempts = self.ntp_syncs = 0
+        self.down_since = now  # ticks_ms when WiFi was last seen up (or this keeper began)
+
+    def down_ms(self, now):
+        """How long WiFi has been down (ms): since it was last up, or since this keeper
+        began; 0 while it is up. The setup portal opens past ``config.PORTAL_WIFI_DOWN_MS``."""
+        return 0 if self.up else max(0, seam.ticks_diff(now, self.down_since))
 
     def tick(self, now, ntp=True):
         """One step of WiFi and NTP upkeep; returns True while WiFi is up. ``ntp``: False
@@ -300,6 +322,8 @@ class NetKeeper:
                 log.info("boot", "wifi %s: %s", ssid, "connected" if up else "down")
             self.up = up
             self.wifi_next_ms = seam.ticks_add(now, wait)
+        if up:
+            self.down_since = now
         if ntp and up and seam.ticks_diff(now, self.ntp_next_ms) >= 0:
             try:
                 seam.ntp_sync()

@@ -135,8 +135,7 @@ def _do(name, x, a):
                 x = "" if tunnel.parse(x) is None else x  # ValueError when malformed
             config.set(verb, x)
         else:  # tg_token, search_key
-            head, _, tail = x.partition(":")
-            if verb == "tg_token" and (not head.isdigit() or len(tail) < 5 or " " in x):
+            if verb == "tg_token" and not token_ok(x):
                 return commands.text("bad_token")
             config.set(verb, x)
         return "%s set to %s" % (verb, config.masked(verb))
@@ -275,6 +274,14 @@ def _do(name, x, a):
     if group == "help":
         return "usage: " + _spec(x) if x and _spec(x) else commands.text("cli")
     return rows
+
+
+def token_ok(x):
+    """True when ``x`` (str) looks like a Telegram bot token, ``123456789:AAH...``: digits,
+    a colon, at least 5 more characters, no space. The console's check, which the setup
+    portal (mimi.web.setup_form) shares."""
+    head, _, tail = x.partition(":")
+    return head.isdigit() and len(tail) >= 5 and " " not in x
 
 
 # -- the line console -------------------------------------------------------------------

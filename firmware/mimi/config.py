@@ -211,6 +211,13 @@ SETTINGS["web_made"] = ("web_made", "", False)
 WEB_ROUTE_MODULES = ("mimi.web.pages", "mimi.web.mcp_route")
 WEB_THREAD_STACK_BYTES = const(16384)  # the web thread (asyncio loop): docs/heap.md "Internal RAM"
 
+# The setup portal (mimi/web/portal.py; issue 16). Its access point's WPA2 password is made
+# once, when the first secret is stored, and printed on the console when the portal opens;
+# a settings-store key, not a setting: no command shows or changes it.
+PORTAL_PASS_KEY = "portal_pass"
+PORTAL_WIFI_DOWN_MS = const(180000)  # WiFi set but not connected this long: the portal opens
+PORTAL_BOOT_PIN = const(0)  # held low at start (the DevKitC-1's BOOT button): the portal opens
+
 _cache = {}
 
 

@@ -508,6 +508,49 @@ def wifi_scan():
     return out
 
 
+def ap_start(essid, password=None):
+    """Open the access point ``essid`` (the setup portal's; mimi.web.portal): WPA2-PSK
+    with ``password`` (8 to 63 characters), or open when ``password`` is None. Returns
+    its IPv4 address as text (192.168.4.1 on the ESP32 port). The station interface
+    stays as it is (the ESP32 runs both at once). ``OSError`` when the radio refuses.
+    Source: https://docs.micropython.org/en/latest/library/network.WLAN.html
+    (``authmode`` 0 open, 3 WPA2-PSK: network.AUTH_OPEN, AUTH_WPA2_PSK).
+    """
+    import network
+
+    try:
+        ap = network.WLAN(network.AP_IF)
+        ap.active(True)
+        if password:
+            ap.config(essid=essid, password=password, authmode=3)
+        else:
+            ap.config(essid=essid, authmode=0)
+        return ap.ifconfig()[0]
+    except RuntimeError as e:
+        raise OSError(str(e))
+
+
+def ap_stop():
+    """Close the access point (no error when it is not open)."""
+    import network
+
+    try:
+        network.WLAN(network.AP_IF).active(False)
+    except (OSError, RuntimeError):
+        pass
+
+
+def wifi_needed():
+    """True where the firmware reaches the network through WiFi (the board); the host
+    runtimes use the host's network, whatever the WiFi settings say (the stand-in WLAN)."""
+    return _RT == "esp32"
+
+
+def mac():
+    """The station interface's MAC address (6 bytes)."""
+    return bytes(wlan().config("mac"))
+
+
 def ntp_sync(host=None):
     """Set the clock from NTP (micropython-lib ``ntptime``); raises ``OSError`` on failure."""
     import ntptime

@@ -313,3 +313,44 @@ def test_init_makes_what_turns_keep_before_the_first_turn():
     assert llm._current is not None and llm._buf is not None
     assert datasheets._idx and retrieval._buf
     assert app.state["context"].last.get("rules", 0) > 0  # one system prompt was built
+
+
+def test_the_portal_beside_the_app_pauses_the_web_app_and_wifi_back_resumes_it():
+    # MicroPython runs one asyncio loop at a time: the web app's stops before the setup
+    # portal's starts (WiFi down for minutes), and starts again once WiFi is back.
+    from mimi.web import portal, server
+
+    calls = []
+    saved = (server.stop, server.start, portal.start, dict(portal.state), app.state["web"])
+
+    class Net:
+        def __init__(self, down):
+            self.down = down
+
+        def down_ms(self, now):
+            return self.down
+
+    def fake_portal_start(**kw):
+        calls.append("portal")
+        portal.state["running"] = True
+        return True
+    try:
+        server.stop = lambda *a: calls.append("web stop") or True
+        server.start = lambda: calls.append("web start") or True
+        portal.start = fake_portal_start
+        portal.state["running"] = False
+        app.state["web"] = object()
+        app._portal_beside(Net(200000), 0)
+        app._portal_beside(Net(210000), 0)  # running already: nothing more
+        assert calls == ["web stop", "portal"]
+        app._web_resume()  # the portal still open: the web app waits
+        assert calls == ["web stop", "portal"]
+        portal.state["running"] = False  # WiFi back, the portal closed by itself
+        app._web_resume()
+        assert calls == ["web stop", "portal", "web start"] and not app._web_paused[0]
+    finally:
+        server.stop, server.start, portal.start = saved[:3]
+        portal.state.clear()
+        portal.state.update(saved[3])
+        app.state["web"] = saved[4]
+        app._web_paused[0] = False
