@@ -7,7 +7,8 @@ Threads (../shared/DESIGN.md, "Threads"; stack sizes in README "On the board"):
   context).run(stop)``, one inbound message at a time.
 - I/O thread (``config.APP_THREAD_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
   (``boot.NetKeeper``), Telegram polling and sending, routing outbound messages
-  (``route``), cron and heartbeat ticks, and the watchdog (``watch``). Nothing in it
+  (``route``), cron and heartbeat ticks, MQTT and Home Assistant (``mimi.net.mqtt``,
+  ``mimi.net.hass``: only while ``mqtt_url`` is set), and the watchdog (``watch``). Nothing in it
   blocks long: the Telegram long poll is an ``http.Pending`` checked each pass, and the
   loop waits ``_APP_IO_WAIT_MS`` on the outbound queue when idle.
 MicroPython's threads share one interpreter lock (blocking socket calls release it), so
@@ -43,7 +44,7 @@ _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound message
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
     "healthy": False, "wdt": False, "telegram": None, "feishu": None, "cron": None, "heartbeat": None,
-    "net": None, "threads": {}, "started": None,
+    "net": None, "threads": {}, "started": None, "mqtt": None,
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
@@ -97,6 +98,15 @@ def init(agent_factory=None):
             from mimi.channels import feishu
 
             state["feishu"] = feishu.init(b)
+        if config.get("mqtt_url"):  # MQTT and Home Assistant (issue 18): loaded only when set up
+            from mimi.net import hass, mqtt
+
+            try:
+                mqtt.init()
+                hass.start()
+                state["mqtt"] = mqtt
+            except ValueError as e:  # a malformed mqtt_url: the rest runs without MQTT
+                log.warn("app", "mqtt_url: %s", e)
         state["heartbeat"] = services.Heartbeat(b)
         for name in config.APP_TOOL_MODULES:  # each tool module registers its tools
             try:
@@ -137,7 +147,7 @@ def forget():
     settings (tests; also after changing buffer sizes). Only while stopped."""
     if state["running"]:
         raise RuntimeError("running")
-    for k in ("bus", "context", "telegram", "feishu", "cron", "heartbeat", "net"):
+    for k in ("bus", "context", "telegram", "feishu", "cron", "heartbeat", "net", "mqtt"):
         state[k] = None
     state["stop"] = False
     state["threads"] = {}
@@ -303,6 +313,7 @@ def _io_loop():
     hb = heartbeat()
     tg = state["telegram"]
     fs = state["feishu"]
+    mq = state["mqtt"]  # mimi.net.mqtt, when mqtt_url is set
     q = state["bus"].outbound
     held = None  # an outbound message its channel had no room for yet
     try:
@@ -312,6 +323,11 @@ def _io_loop():
             busy = tg.tick(now)
             if fs is not None:
                 busy = fs.tick(now) or busy
+            if mq is not None:
+                busy = mq.tick(now) or busy
+                from mimi.net import hass
+
+                hass.tick(now)
             for _ in range(8):
                 held = held or q.get(0)
                 if held is None or not route(held):
@@ -331,6 +347,8 @@ def _io_loop():
         tg.stop()
         if fs is not None:
             fs.stop()
+        if mq is not None:
+            mq.stop()  # "offline"; the next start connects again
         http.sweep(0)
 
 

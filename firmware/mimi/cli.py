@@ -122,6 +122,13 @@ def _do(name, x, a):
             if x not in ("none", "all", "people" if verb == "share_memory" else "owner"):
                 raise TypeError(verb)
             config.set(verb, x)
+        elif verb == "mqtt_url":  # checked as the board will read it at the next start
+            from mimi.net import mqtt
+
+            x = "" if x in ("off", "none") else x
+            if x:
+                mqtt.parse(x)  # ValueError when malformed
+            config.set(verb, x)
         elif verb in ("proxy", "no_proxy"):
             from mimi.net import tunnel
 

@@ -192,6 +192,9 @@ SETTINGS["feishu_domain"] = ("fs_domain", "https://open.feishu.cn", False)
 SETTINGS["share_memory"] = ("share_memory", "none", False)
 # Where a second person's or a group's turn may send messages besides its own chat: "none", "owner", "all".
 SETTINGS["cross_chat"] = ("cross_chat", "none", False)
+# The MQTT broker (mimi/net/mqtt.py; issue 18): mqtt[s]://[user:pass@]host[:port], empty for
+# none. A secret, as it may hold a password (shown as the proxy is).
+SETTINGS["mqtt_url"] = ("mqtt_url", "", True)
 
 _cache = {}
 
@@ -238,12 +241,13 @@ def is_secret(name):
 def masked(name):
     """The setting as it may be shown: a key or token as ``****wxyz`` (its last 4
     characters, which tell two keys apart; none when it is shorter than 12), a password
-    (``*_pass``) as ``****`` whatever its length, the proxy with its password as ``****``.
+    (``*_pass``) as ``****`` whatever its length, the proxy and ``mqtt_url`` with their
+    password as ``****``.
     Other settings as they are."""
     v = get(name)
     if not is_secret(name) or not v:
         return v
-    if name == "proxy":  # the address is no secret, its password is
+    if name == "proxy" or name == "mqtt_url":  # the address is no secret, its password is
         from mimi.net import tunnel
 
         return tunnel.shown(v)
