@@ -28,5 +28,8 @@ metadata(description="mimi: a personal AI assistant for the ESP32-S3", version=_
 # there and keep a leaner board's firmware whole.
 require("ntptime")
 require("neopixel")
+# MQTT (mimi/net/mqtt.py, used only while the mqtt_url setting is set): not in the
+# micropython.org firmware; without freezing, tools/flash.sh puts firmware/lib/umqtt in /lib.
+require("umqtt.simple")
 
 package("mimi", base_path="firmware")

@@ -100,10 +100,12 @@ def init(agent_factory=None):
             state["feishu"] = feishu.init(b)
         if config.get("mqtt_url"):  # MQTT and Home Assistant (issue 18): loaded only when set up
             from mimi.net import hass, mqtt
+            from mimi.tools import mqtt_tools
 
             try:
                 mqtt.init()
                 hass.start()
+                mqtt_tools.register_all()
                 state["mqtt"] = mqtt
             except ValueError as e:  # a malformed mqtt_url: the rest runs without MQTT
                 log.warn("app", "mqtt_url: %s", e)

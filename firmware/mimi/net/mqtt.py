@@ -246,7 +246,7 @@ class Client:
 
     def _connect(self):
         """One attempt: connect, say online, subscribe. Raises on failure (socket closed)."""
-        from umqtt import simple
+        import umqtt.simple as simple
 
         simple.socket = _Sockets  # see the module doc
         ssl = None
@@ -383,8 +383,8 @@ class Client:
 
 def _rules(topic, payload):
     """The rules engine's trigger (``mimi.rules.engine.on_mqtt``), when it is on the board."""
-    try:
-        from mimi.rules import engine
+    try:  # by name: the module comes with the rules (issue 18, part 2), maybe not on this board
+        engine = __import__("mimi.rules.engine", None, None, ("on_mqtt",))
     except ImportError:
         return
     engine.on_mqtt(topic, payload)
@@ -396,7 +396,7 @@ def init():
     thread: ``mimi.app.init`` loads what the threads run in the main thread)."""
     url = config.get("mqtt_url")
     if _cl[0] is None and url:
-        from umqtt import simple  # noqa: F401 - loaded now, used by Client._connect
+        import umqtt.simple  # noqa: F401 - loaded now, used by Client._connect
 
         _cl[0] = Client(url)
     return _cl[0]
