@@ -34,6 +34,7 @@ each boot, never read by the firmware itself):
   MIMI_NO_PROXY       hosts reached without it (default: local addresses)
   MIMI_FEISHU_APP_ID, MIMI_FEISHU_APP_SECRET   a Feishu/Lark app's id and secret
   MIMI_FEISHU_DOMAIN  default https://open.feishu.cn (https://open.larksuite.com for Lark)
+  MIMI_MQTT_URL       MQTT broker mqtt[s]://[user:pass@]host[:port]; Home Assistant sees the pins
 The simulator's own:
   MIMI_MICROPYTHON    the micropython binary of --runtime micropython, vboard, bench and the
                       tests (default: the dev tools' micropython), e.g. ../shared/tools/micropython32

@@ -27,6 +27,8 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
                         feishu_app_id, feishu_app_secret, feishu_domain
                                        the Feishu app (domain default https://open.feishu.cn;
                                        https://open.larksuite.com for Lark)
+    MIMI_MQTT_URL       mqtt_url       the MQTT broker: mqtt://[user:pass@]host[:port], or
+                                       mqtts:// (TLS); off for none (docs: README, "MQTT")
 
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
@@ -87,6 +89,7 @@ ENV_SETTINGS = (
     ("MIMI_FEISHU_APP_ID", "feishu_app_id"),
     ("MIMI_FEISHU_APP_SECRET", "feishu_app_secret"),
     ("MIMI_FEISHU_DOMAIN", "feishu_domain"),
+    ("MIMI_MQTT_URL", "mqtt_url"),
 )
 TG_API_BASE_DEFAULT = "https://api.telegram.org"
 # The presets of docs/internals.md ("LLM"), when firmware/mimi/llm does not say (its
@@ -190,6 +193,17 @@ def _plain(v):
     return v
 
 
+def _mqtt_url(v):
+    # As mimi/net/mqtt.py's parse(): the board refuses what this refuses.
+    v = v.strip()
+    if v.lower() in ("off", "none"):
+        return ""
+    m = re.fullmatch(r"(?i)mqtts?://(?:[^@/:]+(?::[^@/]*)?@)?(\[[0-9a-fA-F:.]+\]|[^:@/\[\]\s]+)(?::(\d{1,5}))?/?", v)
+    if not m or m.group(2) and not 0 < int(m.group(2)) < 65536:
+        raise ValueError("an MQTT broker such as mqtt://[user:pass@]host[:port] or mqtts://...")
+    return v
+
+
 def _proxy(v):
     # As mimi/net/proxy.py's parse(): the board refuses what this refuses.
     v = v.strip()
@@ -226,7 +240,7 @@ def _one_of(*choices):
 
 
 _CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
-           "proxy": _proxy, "feishu_domain": _url, "feishu_app_id": _plain,
+           "proxy": _proxy, "mqtt_url": _mqtt_url, "feishu_domain": _url, "feishu_app_id": _plain,
            # who sees the owner's memory, where other chats may send (docs/trust.md)
            "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all")}
 _VALUE_MAX_BYTES = 512  # what the firmware's settings store takes (seam.store_set)
