@@ -7,9 +7,13 @@ file is made by ``mosquitto_passwd``. ``url`` (``mqtt://user:pass@127.0.0.1:port
 program fails the test: it is never skipped, so CI cannot pass without having run it.
 
 ``Ha(broker)``: paho-mqtt playing Home Assistant: subscribes to everything
-(``homeassistant/#``, ``mimi/#``), keeps the last message of each topic (``last``) and
-every message in order (``seen``), ``wait(topic, payload=None, timeout_s)``, ``send``.
+(``homeassistant/#``, ``mimi/#``, ``home/#``, ``mimi-test/#``), keeps every message in
+order (``seen``: topic, payload, retain flag), ``wait(topic, payload=None, timeout_s)``,
+``send``; ``answers``: ``[topic, payload, reply topic, reply payload]`` each answered once
+(a command sent when a state shows up); ``on``: ``{topic: fn()}`` run in a thread of its
+own when a message comes there.
 """
+import itertools
 import os
 import pwd
 import shutil
@@ -27,6 +31,9 @@ def _exe(name):
     if not exe:
         pytest.fail("%s is not installed (apt-get install mosquitto; .ci/run does)" % name)
     return exe
+
+
+_ids = itertools.count()  # a client id each: the broker drops a client when another takes its id
 
 
 def _free_port():
@@ -102,13 +109,14 @@ class Broker:
 class Ha:
     """paho-mqtt as Home Assistant would connect (MQTT 3.1.1, its own client id)."""
 
-    def __init__(self, broker, topics=("homeassistant/#", "mimi/#")):
+    def __init__(self, broker, topics=("homeassistant/#", "mimi/#", "home/#", "mimi-test/#")):
         import paho.mqtt.client as paho
 
         self.seen = []  # (topic, payload bytes, retain) in order
-        self.last = {}
+        self.answers = []
+        self.on = {}
         self.cond = threading.Condition()
-        c = self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="ha-test-%d" % os.getpid(),
+        c = self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="ha-test-%d-%d" % (os.getpid(), next(_ids)),
                                       protocol=paho.MQTTv311)
         if broker.user:
             c.username_pw_set(broker.user, broker.password)
@@ -116,12 +124,25 @@ class Ha:
         c.on_connect = lambda cl, ud, flags, rc, props: [cl.subscribe(t) for t in topics]
         c.connect("127.0.0.1", broker.port, 30)
         c.loop_start()
+        # subscribed once its own message comes back
+        deadline = time.time() + 10
+        while not self.since(0, "mimi-test/probe") and time.time() < deadline:
+            c.publish("mimi-test/probe", b"1")
+            time.sleep(0.1)
 
     def _on_message(self, client, userdata, msg):
+        p = bytes(msg.payload)
         with self.cond:
-            self.seen.append((msg.topic, bytes(msg.payload), msg.retain))
-            self.last[msg.topic] = bytes(msg.payload)
+            self.seen.append((msg.topic, p, msg.retain))
             self.cond.notify_all()
+            for a in self.answers:
+                if a[:2] == [msg.topic, p]:
+                    self.answers.remove(a)
+                    client.publish(a[2], a[3])  # no waiting here: this is paho's own thread
+                    break
+        fn = self.on.get(msg.topic)
+        if fn is not None:
+            threading.Thread(target=fn, daemon=True).start()
 
     def wait(self, topic, payload=None, timeout_s=15, after=0):
         """The payload of the first message on ``topic`` (with ``payload``, if given) among
@@ -136,6 +157,11 @@ class Ha:
                 if left <= 0:
                     pytest.fail("no %r on %s within %d s; seen: %r" % (payload, topic, timeout_s, self.seen[-20:]))
                 self.cond.wait(left)
+
+    def since(self, n, topic=None):
+        """``seen[n:]``, only ``topic``'s when given."""
+        with self.cond:
+            return [m for m in self.seen[n:] if topic is None or m[0] == topic]
 
     def send(self, topic, payload, retain=False):
         self.client.publish(topic, payload, 0, retain).wait_for_publish(5)
