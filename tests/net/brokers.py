@@ -158,6 +158,15 @@ class Ha:
                     pytest.fail("no %r on %s within %d s; seen: %r" % (payload, topic, timeout_s, self.seen[-20:]))
                 self.cond.wait(left)
 
+    def quiet(self, ms=300):
+        """Return once nothing has come for ``ms`` (an earlier case's last words are in);
+        the count of ``seen`` then."""
+        while True:
+            n = len(self.seen)
+            time.sleep(ms / 1000)
+            if len(self.seen) == n:
+                return n
+
     def since(self, n, topic=None):
         """``seen[n:]``, only ``topic``'s when given."""
         with self.cond:

@@ -209,3 +209,34 @@ def test_mqtt_publish_tool():
     mqtt_tools.register_all()
     assert registry.offered() == []  # mqtt_url unset: not offered
     registry.clear()
+
+
+def test_messages_reach_the_handlers_and_the_rules_engine_and_an_oversized_one_is_dropped():
+    # test_mqtt_live: on mimi-test/ready paho sends a small message, one of 5000 bytes, another small one.
+    import sys
+
+    got, rules = [], []
+
+    class Engine:  # the rules branch's mimi.rules.engine, as mimi.net.mqtt calls it
+        @staticmethod
+        def on_mqtt(topic, payload):
+            if mqtt.matches("mimi-test/in/#", topic):  # every message comes here (the switches' commands too)
+                rules.append((topic, payload))
+                mqtt.publish("mimi-test/echo", payload)  # a handler may publish: no lock is held
+
+    sys.modules["mimi.rules"] = Engine
+    sys.modules["mimi.rules.engine"] = Engine
+    try:
+        c = _fresh(_env("MIMI_T_MQTT"))
+        mqtt.handlers.append(lambda t, p: mqtt.matches("mimi-test/in/#", t) and got.append((t, p)))
+        mqtt.subscribe("mimi-test/in/#")
+        assert _run(5000, lambda: c.state == "connected"), c.describe()
+        assert mqtt.publish("mimi-test/ready", "1")
+        assert _run(10000, lambda: len(got) >= 2), got
+        _run(300)
+        assert got == [("mimi-test/in/a", b"small"), ("mimi-test/in/b", b"after")], got
+        assert rules == got
+        assert c.state == "connected" and c.connects == 1, c.describe()  # the big one cost no reconnect
+        mqtt.stop()
+    finally:
+        del sys.modules["mimi.rules"], sys.modules["mimi.rules.engine"]
