@@ -1,8 +1,9 @@
 """A real MQTT broker for the tests: Debian's mosquitto, which ``.ci/run`` installs.
 
-``Broker(user=None, password=None)`` starts one on 127.0.0.1 at a free port and returns
-once it accepts connections; with a user, anonymous clients are refused and the password
-file is made by ``mosquitto_passwd``. ``url`` (``mqtt://user:pass@127.0.0.1:port``),
+``Broker(user=None, password=None, tls=None)`` starts one on 127.0.0.1 at a free port and
+returns once it accepts connections; with a user, anonymous clients are refused and the
+password file is made by ``mosquitto_passwd``; with ``tls`` (``certgen.make()``'s paths) a
+second listener at ``tls_port`` speaks TLS with that certificate (``localhost``). ``url`` (``mqtt://user:pass@127.0.0.1:port``),
 ``restart()`` (stop, then start again on the same port), ``stop()``, ``log()``. A missing
 program fails the test: it is never skipped, so CI cannot pass without having run it.
 
@@ -45,8 +46,9 @@ def _free_port():
 
 
 class Broker:
-    def __init__(self, user=None, password=None):
+    def __init__(self, user=None, password=None, tls=None):
         self.port = _free_port()
+        self.tls_port = _free_port() if tls else None
         self.user, self.password = user, password
         self.dir = tempfile.mkdtemp(prefix="mimi-mosquitto-")
         self.log_path = os.path.join(self.dir, "mosquitto.log")
@@ -62,6 +64,9 @@ class Broker:
             lines += ["allow_anonymous false", "password_file %s" % pw]
         else:
             lines.append("allow_anonymous true")
+        if tls:  # the lines after a listener are its own
+            lines += ["listener %d 127.0.0.1" % self.tls_port, "cafile %s" % tls["ca"], "certfile %s" % tls["cert"],
+                      "keyfile %s" % tls["key"]]
         self.conf = os.path.join(self.dir, "mosquitto.conf")
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -78,7 +83,8 @@ class Broker:
             if self.proc.poll() is not None:
                 pytest.fail("mosquitto exited at start (status %s): %s" % (self.proc.returncode, self.log()))
             try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                for port in (self.port, self.tls_port) if self.tls_port else (self.port,):
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
                 return self
             except OSError:
                 time.sleep(0.05)

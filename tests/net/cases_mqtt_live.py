@@ -6,7 +6,8 @@ here, what the board does: its pins (host_sim's ``machine`` stand-in), its clien
 The I/O loop is played by ``_run``: ``mqtt.tick`` and ``hass.tick`` as ``mimi.app`` calls
 them. Environment: MIMI_T_MQTT (the open broker), MIMI_T_MQTT_AUTH (the broker with a
 password file, as ``mqtt://user:pass@...``), MIMI_T_MQTT_BADPW (that broker, a wrong
-password), MIMI_T_MQTT_PW (the right password), MIMI_T_MQTT_DEAD (nothing listens there).
+password), MIMI_T_MQTT_PW (the right password), MIMI_T_MQTT_DEAD (nothing listens there),
+MIMI_T_MQTTS (the open broker's TLS listener, ``mqtts://localhost:port``), MIMI_T_CA (its CA).
 Topics the test process acts on: ``mimi-test/restart`` (it restarts the open broker).
 """
 import os
@@ -240,3 +241,23 @@ def test_messages_reach_the_handlers_and_the_rules_engine_and_an_oversized_one_i
         mqtt.stop()
     finally:
         del sys.modules["mimi.rules"], sys.modules["mimi.rules.engine"]
+
+
+def test_tls_checks_the_brokers_certificate():
+    from mimi.net import certs
+
+    url = _env("MIMI_T_MQTTS")
+    c = _fresh(url.replace("localhost", "127.0.0.1"))  # the certificate names localhost
+    certs.reset()
+    support.write(support.fresh_flash() + "/data/certs/ca.pem", support.read(_env("MIMI_T_CA")))
+    config.set("mqtt_url", url)
+    _run(3000, lambda: c.state == "waiting")
+    assert c.state == "waiting" and "certificate was refused" in c.error, c.describe()
+    mqtt._cl[0] = None
+    c = mqtt.init()
+    assert (c.tls, c.host) == (True, "localhost")
+    assert _run(10000, lambda: c.state == "connected"), c.describe()
+    assert mqtt.publish("mimi-test/tls", "over TLS")
+    assert "mqtts localhost" in c.describe()
+    mqtt.stop()
+    certs.reset()

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+import certgen
 import mpcase
 from brokers import Broker, Ha
 
@@ -25,7 +26,8 @@ STATUS = BASE + "status"
 
 @pytest.fixture(scope="module")
 def env():
-    open_b, auth_b = Broker(), Broker(USER, PW)
+    c = certgen.make()
+    open_b, auth_b = Broker(tls=c), Broker(USER, PW)
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     dead = s.getsockname()[1]
@@ -35,7 +37,8 @@ def env():
     ha.on["mimi-test/ready"] = lambda: [ha.send(t, p) for t, p in (
         ("mimi-test/in/a", b"small"), ("mimi-test/in/big", b"x" * 5000), ("mimi-test/in/b", b"after"))]
     e = {"MIMI_T_MQTT": open_b.url, "MIMI_T_MQTT_AUTH": auth_b.url, "MIMI_T_MQTT_PW": PW,
-         "MIMI_T_MQTT_BADPW": auth_b.url.replace(PW, "wrong-pw"), "MIMI_T_MQTT_DEAD": "mqtt://127.0.0.1:%d" % dead}
+         "MIMI_T_MQTT_BADPW": auth_b.url.replace(PW, "wrong-pw"), "MIMI_T_MQTT_DEAD": "mqtt://127.0.0.1:%d" % dead,
+         "MIMI_T_MQTTS": "mqtts://localhost:%d" % open_b.tls_port, "MIMI_T_CA": c["ca"]}
     yield {"vars": e, "ha": ha, "ha_auth": ha_auth, "broker": open_b}
     ha.stop()
     ha_auth.stop()
@@ -128,6 +131,11 @@ def after_reconnects_and_announces_again_after_the_broker_restarts(ha, n, broker
 def after_messages_reach_the_handlers_and_the_rules_engine_and_an_oversized_one_is_dropped(ha, n, broker):
     ha.wait("mimi-test/echo", b"after", after=n)
     assert [p for _, p, _ in ha.since(n, "mimi-test/echo")] == [b"small", b"after"]
+
+
+def after_tls_checks_the_brokers_certificate(ha, n, broker):
+    ha.wait("mimi-test/tls", b"over TLS", after=n)
+    assert [p for _, p, _ in ha.since(n, "mimi-test/tls")] == [b"over TLS"]
 
 
 def after_user_and_password(ha, n, broker, ha_auth=None, n_auth=0):
