@@ -27,10 +27,11 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
-# Imported only when the owner sets Feishu up (mimi.app.init, feishu_app_id), and
-# mimi.doctor, which only tools/flash.sh doctor runs: measured apart, after the budgeted
-# package (named to the board script in MIMI_BENCH_LATER).
-OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor"
+# Imported only when the owner sets Feishu up (mimi.app.init, feishu_app_id) or MQTT
+# (mqtt_url), and mimi.doctor, which only tools/flash.sh doctor runs: measured apart, after
+# the budgeted package (named to the board script in MIMI_BENCH_LATER).
+OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor" \
+    " mimi.net.mqtt mimi.net.hass mimi.tools.mqtt_tools"
 
 
 def main(heap="256K"):
