@@ -9,7 +9,7 @@ the binary, e.g. ../shared/tools/micropython32) with an echo agent and the seed 
 twice: without ``mqtt_url`` (nothing of MQTT is loaded), then with it. For the second,
 paho-mqtt (as Home Assistant) waits for the discovery, then sends ``commands`` (default 40)
 ON/OFF commands to the LED's switch one after another, each timed from sending to the
-state coming back. Prints the heap after ``init()`` and, after a collection, while running
+state coming back; then each idles 20 s, its CPU time measured. Prints the heap after ``init()`` and, after a collection, while running
 (connected, after the commands), and the differences. Plain ``mqtt://`` on loopback: a
 board's ``mqtts://`` adds one TLS session in internal RAM, not GC heap (docs/heap.md).
 """
@@ -68,6 +68,16 @@ print("HEAP before-init %%d after-init %%d peak %%d connected %%d free %%d" %% (
 NODE = "7cdfa100511a"  # host_sim's machine.unique_id()
 
 
+IDLE_S = 20  # the idle window whose CPU time is measured
+
+
+def _cpu_s(pid):
+    """User plus system CPU seconds of process ``pid`` so far (Linux's /proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(exe, heap, n, broker):
     tmp = tempfile.mkdtemp(prefix="mimi-bench-mqtt-")
     shutil.copytree(os.path.join(ROOT, "spiffs_seed"), tmp + "/data")
@@ -95,6 +105,9 @@ def run(exe, heap, n, broker):
             ha.stop()
         else:
             time.sleep(3)
+        c0 = _cpu_s(p.pid)
+        time.sleep(IDLE_S)  # idle: nobody writes, nothing switches (inputs polled, keep-alive)
+        cpu = (_cpu_s(p.pid) - c0) / IDLE_S * 60
     finally:
         open(tmp + "/stop", "w").close()
         out, _ = p.communicate(timeout=30)
@@ -102,7 +115,7 @@ def run(exe, heap, n, broker):
     if not line:
         raise SystemExit(out[-3000:])
     f = line[0].split()
-    return {"after": int(f[4]), "peak": int(f[6]), "connected": int(f[8])}, times, out
+    return {"after": int(f[4]), "peak": int(f[6]), "connected": int(f[8]), "cpu": cpu}, times, out
 
 
 def main():
@@ -111,7 +124,8 @@ def main():
     exe = hostenv.micropython_exe()
     print("== %s -X heapsize=%s, no mqtt_url" % (exe, heap), flush=True)
     base, _, _ = run(exe, heap, n, None)
-    print("heap after init %d B, running (after a collection) %d B" % (base["after"], base["connected"]))
+    print("heap after init %d B, running (after a collection) %d B; idle CPU %.2f s a minute"
+          % (base["after"], base["connected"], base["cpu"]))
     from brokers import Broker
 
     broker = Broker()
@@ -120,7 +134,8 @@ def main():
         got, times, out = run(exe, heap, n, broker)
     finally:
         broker.stop()
-    print("heap after init %d B, connected (after a collection) %d B" % (got["after"], got["connected"]))
+    print("heap after init %d B, connected (after a collection) %d B; idle CPU %.2f s a minute"
+          % (got["after"], got["connected"], got["cpu"]))
     print("MQTT's share: %+d B after init (modules, umqtt, the tool), %+d B while connected"
           % (got["after"] - base["after"], got["connected"] - base["connected"]))
     print("command round trip (HA's set -> the board's state): median %.1f ms, p90 %.1f ms, max %.1f ms"
