@@ -261,3 +261,17 @@ def test_tls_checks_the_brokers_certificate():
     assert "mqtts localhost" in c.describe()
     mqtt.stop()
     certs.reset()
+
+
+def test_an_alias_added_to_the_datasheet_is_announced():
+    # test_mqtt_live: paho sees the new alias's config and state without a reconnect.
+    c = _fresh(_env("MIMI_T_MQTT"))
+    assert _run(5000, lambda: c.state == "connected"), c.describe()
+    _run(300)
+    root = seam.real_path("")
+    support.write(root + "/data/datasheets/generic.md", SHEET + "| garage_door | 7 | out |\n")
+    hass._due[1] = seam.ticks_ms()  # the minute's look at the datasheets, now
+    assert _run(3000, lambda: "garage_door" in hass._ents), sorted(hass._ents)
+    assert c.connects == 1
+    _run(300)
+    mqtt.stop()

@@ -138,6 +138,13 @@ def after_tls_checks_the_brokers_certificate(ha, n, broker):
     assert [p for _, p, _ in ha.since(n, "mimi-test/tls")] == [b"over TLS"]
 
 
+def after_an_alias_added_to_the_datasheet_is_announced(ha, n, broker):
+    ha.wait(STATUS, b"offline", after=n)
+    cf = json.loads(ha.wait("homeassistant/switch/mimi_%s/garage_door/config" % NODE, after=n))
+    _check_entity(cf, "switch", "garage_door")
+    assert _states(ha, n, "garage_door") == [b"OFF"]
+
+
 def after_user_and_password(ha, n, broker, ha_auth=None, n_auth=0):
     ha_auth.wait("mimi-test/auth", b"hello", after=n_auth)
     got = [p for _, p, _ in ha_auth.since(n_auth, "mimi-test/auth")]

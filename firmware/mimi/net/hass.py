@@ -20,8 +20,10 @@ Topics (``<node>`` is ``mimi_<id>``, ``<id>`` the chip's id in hex):
   every connect and whenever it changes (a tool or a rule switching the pin, a button);
 - ``mimi/<id>/<object>/set``: commands (subscribed);
 - ``mimi/<id>/status``: availability (``mimi.net.mqtt``'s Last Will).
-An alias removed from the datasheet keeps its retained config in Home Assistant until it
-is deleted there.
+The datasheets are looked at every ``_HASS_SENSOR_EVERY_MS``: when they changed,
+everything is announced again. An alias removed from them keeps its retained config in
+Home Assistant until it is deleted there. Whoever may publish on the broker can switch
+the aliased outputs (within the pin policy): the broker's users and passwords guard them.
 Source: https://www.home-assistant.io/integrations/mqtt/#mqtt-discovery,
 https://www.home-assistant.io/integrations/switch.mqtt/, binary_sensor.mqtt/, sensor.mqtt/.
 """
@@ -43,7 +45,8 @@ _QUANTITIES = {"dht22": (("temperature", "°C"), ("humidity", "%")), "ds18b20": 
 
 # object id -> [component, pin, kind, alias, last published state or None, quantity or None]
 _ents = {}
-_due = [0, 0]  # ticks_ms when the inputs, the sensors are looked at next
+_due = [0, 0]  # ticks_ms when the inputs, the sensors are looked at next (set by announce)
+_stamp = [None]  # the datasheets' files (size, time) when the entities were made
 
 
 def start():
@@ -62,6 +65,7 @@ def entities():
     from mimi.hw import datasheets, pins
 
     _ents.clear()
+    _stamp[0] = datasheets.index()[0]
     al = datasheets.aliases()
     seen = {}
     for a in sorted(al):
@@ -117,7 +121,10 @@ def announce():
     for obj in entities():
         mqtt.publish("%s/%s/mimi_%s/%s/config" % (_HASS_PREFIX, _ents[obj][0], nid, obj), json.dumps(config_of(obj)),
                      True)
-    _due[0] = _due[1] = 0
+    from mimi import seam
+
+    now = seam.ticks_ms()  # the next looks count from now (ticks wrap: no fixed "long ago")
+    _due[0], _due[1] = seam.ticks_add(now, _HASS_INPUT_EVERY_MS), seam.ticks_add(now, _HASS_SENSOR_EVERY_MS)
     look(True)
 
 
@@ -158,10 +165,11 @@ def look(sensors_too=False):
 
 
 def tick(now):
-    """The I/O loop's step: look at the pins every ``_HASS_INPUT_EVERY_MS``, the sensors
-    every ``_HASS_SENSOR_EVERY_MS``, while connected."""
+    """The I/O loop's step: look at the pins every ``_HASS_INPUT_EVERY_MS``; every
+    ``_HASS_SENSOR_EVERY_MS`` the sensors, and the datasheets (an alias added or changed,
+    in a chat or by hand: everything is announced again)."""
     c = mqtt.client()
-    if c is None or c.state != "connected" or not _ents:
+    if c is None or c.state != "connected":
         return
     from mimi import seam
 
@@ -170,6 +178,10 @@ def tick(now):
         _due[0] = seam.ticks_add(now, _HASS_INPUT_EVERY_MS)
         if s:
             _due[1] = seam.ticks_add(now, _HASS_SENSOR_EVERY_MS)
+            from mimi.hw import datasheets
+
+            if datasheets.index()[0] != _stamp[0]:
+                return announce()
         look(s)
 
 
@@ -177,7 +189,7 @@ def on_message(topic, payload):
     """``mqtt.handlers``: a command (``ON``/``OFF``) for a switch, or Home Assistant's
     ``online`` (it restarted: announce again). Other topics are not this module's."""
     if topic == _HASS_PREFIX + "/status":
-        if payload == b"online" and _ents:
+        if payload == b"online":
             announce()
         return
     parts = topic.split("/")

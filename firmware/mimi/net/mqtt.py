@@ -279,7 +279,8 @@ class Client:
             c.sock.close()
         code = e.args[0] if type(e).__name__ == "MQTTException" and e.args else None
         why = "the broker refused: %s" % _REFUSED.split("|")[code] if code in (1, 2, 3, 4, 5) else \
-            "%s: %s" % (type(e).__name__, e) if not isinstance(e, OSError) else str(e) or type(e).__name__
+            "%s: %s" % (type(e).__name__, e) if not isinstance(e, OSError) else \
+            "the broker closed the connection" if e.args == (-1,) else str(e) or type(e).__name__  # -1: umqtt's EOF
         if why != self.error:
             log.warn(_TAG, "%s:%d: %s", self.host, self.port, why)
         self.error = why
