@@ -275,3 +275,32 @@ def test_an_alias_added_to_the_datasheet_is_announced():
     assert c.connects == 1
     _run(300)
     mqtt.stop()
+
+
+def test_doctor_reports_the_broker():
+    from mimi import doctor
+
+    def lines():
+        return [level + " " + text for level, text in doctor._mqtt()]
+
+    _fresh(_env("MIMI_T_MQTT"))
+    mqtt.stop()  # the assistant stopped: the doctor makes its own connection
+    got = lines()
+    assert len(got) == 1 and got[0].startswith("OK MQTT 127.0.0.1:") and "connected in" in got[0], got
+    assert mqtt.client().state == "stopped"  # and closed it again
+    _run(300)
+    c = _fresh(_env("MIMI_T_MQTT"))
+    assert _run(5000, lambda: c.state == "connected"), c.describe()
+    assert lines() == ["OK MQTT (the assistant's): " + c.describe()]
+    mqtt.stop()
+    _fresh(_env("MIMI_T_MQTT_BADPW"))
+    mqtt.stop()
+    got = lines()
+    assert len(got) == 1 and got[0].startswith("FIX MQTT: ") and "the broker refused: not authorised" in got[0], got
+    assert _env("MIMI_T_MQTT_PW") not in got[0] and "wrong-pw" not in got[0]
+    mqtt._cl[0] = None
+    config.set("mqtt_url", "mqtt://h:99999")
+    got = lines()
+    assert len(got) == 1 and got[0].startswith("FIX MQTT: mqtt_url must be"), got
+    config.set("mqtt_url", "")
+    assert lines() == []
