@@ -304,3 +304,21 @@ def test_doctor_reports_the_broker():
     assert len(got) == 1 and got[0].startswith("FIX MQTT: mqtt_url must be"), got
     config.set("mqtt_url", "")
     assert lines() == []
+
+
+def test_keep_alive_pings_and_a_silent_broker_is_left():
+    c = _fresh(_env("MIMI_T_MQTT"))
+    assert _run(5000, lambda: c.state == "connected"), c.describe()
+    _run(300)
+    link = c.mq.sock
+    now = seam.ticks_ms()
+    link.rx_ms = seam.ticks_add(now, -31000)  # heard nothing for 31 s (we kept publishing)
+    c.ping_ms = seam.ticks_add(now, -31000)
+    mqtt.tick(seam.ticks_ms())
+    assert seam.ticks_diff(seam.ticks_ms(), link.tx_ms) < 1000  # a PINGREQ went out...
+    assert _run(3000, lambda: seam.ticks_diff(seam.ticks_ms(), link.rx_ms) < 3000)  # ...and its PINGRESP came
+    assert c.state == "connected"
+    link.rx_ms = seam.ticks_add(seam.ticks_ms(), -91000)  # a broker silent past 1.5 keep-alives
+    mqtt.tick(seam.ticks_ms())
+    assert c.state == "waiting" and "no answer from the broker" in c.error, c.describe()
+    mqtt.stop()

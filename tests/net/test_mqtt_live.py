@@ -149,6 +149,11 @@ def after_doctor_reports_the_broker(ha, n, broker):
     pass  # the board's lines are the point
 
 
+def after_keep_alive_pings_and_a_silent_broker_is_left(ha, n, broker):
+    st = [p for _, p, _ in ha.since(n, STATUS)]
+    assert st[:1] == [b"online"], st  # then the Last Will or mimi's own offline, whichever the broker saw
+
+
 def after_user_and_password(ha, n, broker, ha_auth=None, n_auth=0):
     ha_auth.wait("mimi-test/auth", b"hello", after=n_auth)
     got = [p for _, p, _ in ha_auth.since(n_auth, "mimi-test/auth")]

@@ -20,9 +20,9 @@ The I/O thread is never held for long (``tick``):
 - what has arrived is read without waiting (umqtt's ``check_msg``), at most
   ``_MQTT_MSGS_PER_TICK`` messages a pass; an incoming topic or payload over
   ``_MQTT_IN_MAX_BYTES`` is read past and dropped (logged);
-- keep-alive (``_MQTT_KEEPALIVE_S``): a PINGREQ when nothing was sent for half of it; a
-  connection where nothing came for one and a half (the broker answers every PINGREQ) is
-  dead and made again.
+- keep-alive (``_MQTT_KEEPALIVE_S``): a PINGREQ when nothing was sent, or nothing came,
+  for half of it (at most one per half); a connection where nothing came for one and a
+  half (the broker answers every PINGREQ) is dead and made again.
 
 Availability: the Last Will is ``mimi/<id>/status`` = ``offline`` (retained); ``online``
 is published after each connect, and ``stop()`` says ``offline`` itself before it
@@ -304,6 +304,7 @@ class Client:
                     return False
             self.connects += 1
             self.state, self.error, self.backoff_ms = "connected", None, 0
+            self.ping_ms = seam.ticks_ms()
             log.info(_TAG, "connected to %s:%d%s", self.host, self.port, " (TLS)" if self.tls else "")
             for fn in on_connect:
                 try:
@@ -318,10 +319,15 @@ class Client:
                     n += 1
                 if c is not None:
                     now = seam.ticks_ms()
-                    if seam.ticks_diff(now, c.sock.rx_ms) > _MQTT_KEEPALIVE_S * 1500:
+                    quiet = seam.ticks_diff(now, c.sock.rx_ms)
+                    if quiet > _MQTT_KEEPALIVE_S * 1500:
                         raise OSError("no answer from the broker for %d s" % (_MQTT_KEEPALIVE_S * 3 // 2))
-                    if seam.ticks_diff(now, c.sock.tx_ms) > _MQTT_KEEPALIVE_S * 500:
+                    # a PINGREQ when we said nothing for half the keep-alive (the broker's
+                    # limit), or heard nothing (its PINGRESP shows the link is alive)
+                    if max(quiet, seam.ticks_diff(now, c.sock.tx_ms)) > _MQTT_KEEPALIVE_S * 500 and \
+                            seam.ticks_diff(now, self.ping_ms) > _MQTT_KEEPALIVE_S * 500:
                         c.ping()
+                        self.ping_ms = now
             except Exception as e:  # noqa: BLE001 - a broken or malformed stream: connect again
                 self._drop(e)
         self._hand_on()
