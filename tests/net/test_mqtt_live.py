@@ -57,6 +57,7 @@ def _check_entity(cf, comp, obj):
     assert cf["state_topic"] == BASE + obj + "/state"
     assert cf["availability_topic"] == STATUS
     assert cf["device"]["identifiers"] == ["mimi_" + NODE] and cf["device"]["name"] and cf["device"]["sw_version"]
+    assert cf["origin"]["name"] == "mimi"
     assert ("command_topic" in cf) == (comp == "switch")
     if comp == "switch":
         assert cf["command_topic"] == BASE + obj + "/set"

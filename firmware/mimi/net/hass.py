@@ -107,7 +107,8 @@ def config_of(obj):
     c = {"name": alias.replace("_", " ") + ("" if q is None else " " + q[0]), "unique_id": "mimi_%s_%s" % (nid, obj),
          "state_topic": base + "/state", "availability_topic": "mimi/%s/status" % nid,
          "device": {"identifiers": ["mimi_" + nid], "name": "mimi " + nid, "manufacturer": "mimi",
-                    "model": config.get("board"), "sw_version": VERSION}}
+                    "model": config.get("board"), "sw_version": VERSION},
+         "origin": {"name": "mimi", "sw_version": VERSION}}  # who sent the discovery (Home Assistant logs it)
     if comp == "switch":
         c["command_topic"] = base + "/set"
     if q is not None:
