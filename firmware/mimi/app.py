@@ -316,6 +316,8 @@ def _io_loop():
     tg = state["telegram"]
     fs = state["feishu"]
     mq = state["mqtt"]  # mimi.net.mqtt, when mqtt_url is set
+    if mq is not None:
+        from mimi.net import hass
     q = state["bus"].outbound
     held = None  # an outbound message its channel had no room for yet
     try:
@@ -327,8 +329,6 @@ def _io_loop():
                 busy = fs.tick(now) or busy
             if mq is not None:
                 busy = mq.tick(now) or busy
-                from mimi.net import hass
-
                 hass.tick(now)
             for _ in range(8):
                 held = held or q.get(0)
