@@ -58,3 +58,23 @@ def test_home_assistant_and_a_chat_reach_the_board_over_mqtt(runtime, tmp_path):
         sim.stop()
         ha.stop()
         broker.stop()
+
+
+def test_the_simulator_takes_what_the_board_takes():
+    # MIMI_MQTT_URL is checked before boot (launcher) as the board parses it (mimi.net.mqtt)
+    from host_sim import launcher
+    from mimi.net import mqtt
+
+    good = ("mqtt://192.168.1.10", "mqtts://broker.lan:8884/", "mqtt://ann:Fake-pw@h:1884", "mqtt://[fd00::1]")
+    bad = ("broker.lan:1883", "http://h", "mqtt://", "mqtt://h:0", "mqtt://h:70000", "mqtt://h/topic",
+           "mqtt://:Fake-pw@h", "mqtt://h st")
+    for url in good:
+        assert launcher.settings_from_env({"MIMI_MQTT_URL": url}) == {"mqtt_url": url}
+        mqtt.parse(url)
+    for url in bad:
+        with pytest.raises(ValueError) as e:
+            launcher.settings_from_env({"MIMI_MQTT_URL": url})
+        assert "MIMI_MQTT_URL" in str(e.value) and "Fake-pw" not in str(e.value)
+        with pytest.raises(ValueError):
+            mqtt.parse(url)
+    assert launcher.settings_from_env({"MIMI_MQTT_URL": "off"}) == {"mqtt_url": ""}
