@@ -32,6 +32,9 @@ require("neopixel")
 require("dht")
 require("onewire")
 require("ds18x20")
+# MQTT (mimi/net/mqtt.py, used only while the mqtt_url setting is set): not in the
+# micropython.org firmware; without freezing, tools/flash.sh puts firmware/lib/umqtt in /lib.
+require("umqtt.simple")
 
 package("mimi", base_path="firmware")
 # microdot 2.7.0 (firmware/lib/README.md): the web app and the LAN chat gateway (issue 16).

@@ -38,6 +38,7 @@ each boot, never read by the firmware itself):
   MIMI_WEB_PASSWORD   the web app's and LAN gateway's password (unset: no web app)
   MIMI_WEB_PORT       the web app's port (default 8080; a board's: 80)
   MIMI_GATEWAY_PORT   the chat gateway's port (default 18789)
+  MIMI_MQTT_URL       MQTT broker mqtt[s]://[user:pass@]host[:port]; Home Assistant sees the pins
 The simulator's own:
   MIMI_MICROPYTHON    the micropython binary of --runtime micropython, vboard, bench and the
                       tests (default: the dev tools' micropython), e.g. ../shared/tools/micropython32

@@ -32,6 +32,8 @@ written over the stored setting in ``DIR/nvs.json`` (the stand-in of NVS namespa
                                        unlike a board, makes none at first start)
     MIMI_WEB_PORT       web_port       the web app's port (default here 8080; a board's: 80)
     MIMI_GATEWAY_PORT   gateway_port   the chat gateway's port (default 18789)
+    MIMI_MQTT_URL       mqtt_url       the MQTT broker: mqtt://[user:pass@]host[:port], or
+                                       mqtts:// (TLS); off for none (docs: README, "MQTT")
 
 Two pairs go together: a token given without ``MIMI_TG_API_BASE`` sets the base back to
 the default (a token for the real Telegram never goes to a local fake's address), and a
@@ -96,6 +98,7 @@ ENV_SETTINGS = (
     ("MIMI_WEB_PASSWORD", "web_password"),
     ("MIMI_WEB_PORT", "web_port"),
     ("MIMI_GATEWAY_PORT", "gateway_port"),
+    ("MIMI_MQTT_URL", "mqtt_url"),
 )
 TG_API_BASE_DEFAULT = "https://api.telegram.org"
 WEB_PORT_DEFAULT = "8080"
@@ -200,6 +203,17 @@ def _plain(v):
     return v
 
 
+def _mqtt_url(v):
+    # As mimi/net/mqtt.py's parse(): the board refuses what this refuses.
+    v = v.strip()
+    if v.lower() in ("off", "none"):
+        return ""
+    m = re.fullmatch(r"(?i)mqtts?://(?:[^@/:]+(?::[^@/]*)?@)?(\[[0-9a-fA-F:.]+\]|[^:@/\[\]\s]+)(?::(\d{1,5}))?/?", v)
+    if not m or m.group(2) and not 0 < int(m.group(2)) < 65536:
+        raise ValueError("an MQTT broker such as mqtt://[user:pass@]host[:port] or mqtts://...")
+    return v
+
+
 def _proxy(v):
     # As mimi/net/proxy.py's parse(): the board refuses what this refuses.
     v = v.strip()
@@ -248,7 +262,7 @@ def _web_password(raw):
 
 
 _CHECKS = {"tg_token": _token, "tz": _tz, "allowed_chats": _chats, "tg_api_base": _url, "base_url": _url, "provider": _provider,
-           "proxy": _proxy, "feishu_domain": _url, "feishu_app_id": _plain,
+           "proxy": _proxy, "mqtt_url": _mqtt_url, "feishu_domain": _url, "feishu_app_id": _plain,
            # who sees the owner's memory, where other chats may send (docs/trust.md)
            "share_memory": _one_of("none", "people", "all"), "cross_chat": _one_of("none", "owner", "all"),
            "web_port": _port, "gateway_port": _port, "web_password": _web_password}

@@ -29,10 +29,11 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
-# Imported only when the owner sets Feishu up (mimi.app.init, feishu_app_id), and
-# mimi.doctor, which only tools/flash.sh doctor runs: measured apart, after the budgeted
+# Imported only when the owner sets Feishu up (mimi.app.init, feishu_app_id) or MQTT
+# (mqtt_url), and mimi.doctor, which only tools/flash.sh doctor runs: measured apart, after the budgeted
 # package (named to the board script in MIMI_BENCH_LATER).
-OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor"
+OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor" \
+    " mimi.net.mqtt mimi.net.hass mimi.tools.mqtt_tools"
 # The automations (issue 18): loaded once the owner has a rule or calls a rule tool
 # (mimi.rules.tick, mimi.tools.rule_tools); the hook and the tools' registration stay budgeted.
 OPTIONAL += " mimi.rules.chat mimi.rules.engine mimi.rules.actions mimi.rules.store mimi.hw.sensors"

@@ -67,7 +67,7 @@ def main():
     else:
         print("heap after import from .py files: %d B (%.1f KB), of which mimi: %d B; free: %d B"
               % (total, total / 1024, total - start, gc.mem_free()))
-    print("optional, the Feishu channel (and mimi.doctor, flash.sh's), the web app (and microdot):")
+    print("optional, the Feishu channel, MQTT (and mimi.doctor, flash.sh's), the web app (and microdot):")
     try:
         for name in os.getenv("MIMI_BENCH_LATER", "").split():
             __import__(name)

@@ -7,7 +7,8 @@ Threads (../shared/DESIGN.md, "Threads"; stack sizes in README "On the board"):
   context).run(stop)``, one inbound message at a time.
 - I/O thread (``config.APP_THREAD_STACK_BYTES``): ``_io_loop()``: WiFi/NTP upkeep
   (``boot.NetKeeper``), Telegram polling and sending, routing outbound messages
-  (``route``), cron, heartbeat and rules (``mimi.rules.tick``) ticks, and the watchdog
+  (``route``), cron, heartbeat and rules (``mimi.rules.tick``) ticks, MQTT and Home Assistant
+  (``mimi.net.mqtt``, ``mimi.net.hass``: only while ``mqtt_url`` is set), and the watchdog
   (``watch``). Nothing in it
   blocks long: the Telegram long poll is an ``http.Pending`` checked each pass, and the
   loop waits ``_APP_IO_WAIT_MS`` on the outbound queue when idle.
@@ -46,7 +47,7 @@ _APP_IO_WAIT_MS = const(20)  # the I/O loop waits this long for outbound message
 state = {
     "bus": None, "context": None, "started_ms": None, "running": False, "stop": False,
     "healthy": False, "wdt": False, "telegram": None, "feishu": None, "cron": None, "heartbeat": None,
-    "net": None, "threads": {}, "started": None, "web": None,
+    "net": None, "threads": {}, "started": None, "web": None, "mqtt": None,
 }
 _lock = seam.allocate_lock()
 _beat = {"agent": 0}  # ticks_ms when the agent thread last showed progress
@@ -100,6 +101,17 @@ def init(agent_factory=None):
             from mimi.channels import feishu
 
             state["feishu"] = feishu.init(b)
+        if config.get("mqtt_url"):  # MQTT and Home Assistant (issue 18): loaded only when set up
+            from mimi.net import hass, mqtt
+            from mimi.tools import mqtt_tools
+
+            try:
+                mqtt.init()
+                hass.start()
+                mqtt_tools.register_all()
+                state["mqtt"] = mqtt
+            except ValueError as e:  # a malformed mqtt_url: the rest runs without MQTT
+                log.warn("app", "mqtt_url: %s", e)
         state["heartbeat"] = services.Heartbeat(b)
         if config.get("web_password"):  # the web app and the gateway: a third thread (mimi.web)
             try:
@@ -148,7 +160,7 @@ def forget():
     settings (tests; also after changing buffer sizes). Only while stopped."""
     if state["running"]:
         raise RuntimeError("running")
-    for k in ("bus", "context", "telegram", "feishu", "cron", "heartbeat", "net", "web"):
+    for k in ("bus", "context", "telegram", "feishu", "cron", "heartbeat", "net", "web", "mqtt"):
         state[k] = None
     from mimi import rules
 
@@ -326,6 +338,9 @@ def _io_loop():
     hb = heartbeat()
     tg = state["telegram"]
     fs = state["feishu"]
+    mq = state["mqtt"]  # mimi.net.mqtt, when mqtt_url is set
+    if mq is not None:
+        from mimi.net import hass
     q = state["bus"].outbound
     held = None  # an outbound message its channel had no room for yet
     try:
@@ -339,6 +354,9 @@ def _io_loop():
             busy = tg.tick(now)
             if fs is not None:
                 busy = fs.tick(now) or busy
+            if mq is not None:
+                busy = mq.tick(now) or busy
+                hass.tick(now)
             for _ in range(8):
                 held = held or q.get(0)
                 if held is None or not route(held):
@@ -359,6 +377,8 @@ def _io_loop():
         tg.stop()
         if fs is not None:
             fs.stop()
+        if mq is not None:
+            mq.stop()  # "offline"; the next start connects again
         http.sweep(0)
 
 

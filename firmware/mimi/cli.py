@@ -128,6 +128,13 @@ def _do(name, x, a):
             auth.set_password(x)
             return "web_password set to %s%s" % (config.masked(verb), "" if app.state["web"] else
                                                    "; restart to start the web app (restart)")
+        elif verb == "mqtt_url":  # checked as the board will read it at the next start
+            from mimi.net import mqtt
+
+            x = "" if x in ("off", "none") else x
+            if x:
+                mqtt.parse(x)  # ValueError when malformed
+            config.set(verb, x)
         elif verb in ("proxy", "no_proxy"):
             from mimi.net import tunnel
 

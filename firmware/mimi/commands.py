@@ -68,7 +68,7 @@ def menu():
 def status():
     """Several lines: runtime (MicroPython's version, with a warning below 1.26), LLM
     (provider, model, address), memory (``heap()``), flash free, uptime, WiFi, Telegram,
-    clock, tokens today."""
+    clock, tokens today; Feishu and MQTT when set up."""
     from mimi import VERSION, app, llm
     from mimi.llm import usage
 
@@ -77,13 +77,15 @@ def status():
     tg = app.state["telegram"]
     fl = seam.flash_free()
     fs = app.state.get("feishu")
+    mq = app.state.get("mqtt")  # mimi.net.mqtt while mqtt_url is set
     v = seam.version()
     return text("status", VERSION, seam.describe() + (" (older than 1.26: update)" if v and v < (1, 26) else ""),
                 llm.describe(), heap(),
                 "%d KB free" % (fl // 1024) if fl is not None else "n/a",
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
                 tg.describe() if tg else "not started", "synced" if seam.clock_synced() else "not set",
-                usage.summary()) + ("\nFeishu: " + fs.describe() if fs else "") + _web()
+                usage.summary()) + ("\nFeishu: " + fs.describe() if fs else "") + (
+        "\nMQTT: " + mq.client().describe() if mq and mq.client() else "") + _web()
 
 
 def _web():

@@ -217,6 +217,9 @@ WEB_THREAD_STACK_BYTES = const(16384)  # the web thread (asyncio loop): docs/hea
 PORTAL_PASS_KEY = "portal_pass"
 PORTAL_WIFI_DOWN_MS = const(180000)  # WiFi set but not connected this long: the portal opens
 PORTAL_BOOT_PIN = const(0)  # held low at start (the DevKitC-1's BOOT button): the portal opens
+# The MQTT broker (mimi/net/mqtt.py; issue 18): mqtt[s]://[user:pass@]host[:port], empty for
+# none. A secret, as it may hold a password (shown as the proxy is).
+SETTINGS["mqtt_url"] = ("mqtt_url", "", True)
 
 _cache = {}
 
@@ -263,12 +266,13 @@ def is_secret(name):
 def masked(name):
     """The setting as it may be shown: a key or token as ``****wxyz`` (its last 4
     characters, which tell two keys apart; none when it is shorter than 12), a password
-    (``*_pass``, ``*_password``) as ``****`` whatever its length, the proxy with its password as ``****``.
+    (``*_pass``, ``*_password``) as ``****`` whatever its length, the proxy and ``mqtt_url``
+    with their password as ``****``.
     Other settings as they are."""
     v = get(name)
     if not is_secret(name) or not v:
         return v
-    if name == "proxy":  # the address is no secret, its password is
+    if name == "proxy" or name == "mqtt_url":  # the address is no secret, its password is
         from mimi.net import tunnel
 
         return tunnel.shown(v)

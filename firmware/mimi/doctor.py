@@ -6,7 +6,9 @@ with ``OK``, ``WARN`` (works, but worth a look) or ``FIX`` (what to do is on the
 in this order: MicroPython and the board; PSRAM, internal RAM, GC heap, flash; WiFi; the
 clock; the settings store (an NVS round trip on a key of its own, erased after); for the
 Telegram API and the LLM, DNS and then a TCP connection with the TLS handshake against
-the CA bundle, timed; a thread with the app's stack size doing a handshake; which
+the CA bundle, timed; the MQTT broker when ``mqtt_url`` is set (the assistant's
+connection, or one made and closed here while it is stopped); a thread with the app's
+stack size doing a handshake; which
 settings are set (names only, never a value). The last line counts the FIX lines.
 
 It reads settings and the network like the app does, so what it says is what the app
@@ -28,7 +30,7 @@ _NVS_KEY = "mimi_doctor"  # at most 15 characters (NVS)
 def run(out=print):
     """Print the report, one check a line, through ``out``; return the number of FIX lines."""
     fixes = 0
-    for check in (_runtime, _memory, _wifi, _clock, _nvs, _servers, _thread, _settings):
+    for check in (_runtime, _memory, _wifi, _clock, _nvs, _servers, _mqtt, _thread, _settings):
         try:
             for level, text in check():
                 out("%-*s %s" % (_TAG_LEN, level, text))
@@ -209,6 +211,33 @@ def _connect(label, host, port, tls):
     if not tls:
         return "OK", "%s %s:%d: plain HTTP, connected in %d ms%s" % (label, host, port, ms, via)
     return "OK", "TLS %s:%d: handshake in %d ms, certificate accepted by the CA bundle%s" % (host, port, ms, via)
+
+
+def _mqtt():
+    """The broker of ``mqtt_url``, when set: the assistant's connection as it is, or (the
+    assistant stopped) one connection made, timed, and closed: the same client id, so it
+    is never tried beside the assistant's, which the broker would drop."""
+    if not config.get("mqtt_url"):
+        return
+    from mimi.net import mqtt
+
+    fix = "tools/flash.sh config mqtt_url=mqtt://[user:pass@]host[:port]"
+    try:
+        c = mqtt.client() or mqtt.Client(config.get("mqtt_url"))
+    except ValueError as e:
+        yield "FIX", "MQTT: %s: %s" % (e, fix)
+        return
+    if c is mqtt.client() and c.state != "stopped":
+        yield "OK" if c.state == "connected" else "FIX", "MQTT (the assistant's): " + c.describe()
+        return
+    t0 = seam.ticks_ms()
+    c.tick(t0)
+    ms = seam.ticks_diff(seam.ticks_ms(), t0)
+    if c.state != "connected":
+        yield "FIX", "MQTT: %s: check the broker's address, user and password (%s)" % (c.describe(), fix)
+        return
+    c.stop()
+    yield "OK", "MQTT %s:%d: connected in %d ms%s" % (c.host, c.port, ms, " (TLS)" if c.tls else "")
 
 
 def _thread():

@@ -3,12 +3,12 @@ import json
 
 from mimi import config
 from mimi.storage import cronjobs
-from mimi.tools import clock, cron_tools, files, gpio, memory_tools, messaging, registry, rule_tools
+from mimi.tools import clock, cron_tools, files, gpio, memory_tools, messaging, mqtt_tools, registry, rule_tools
 import support
 
 RUNTIMES = ("cpython", "micropython")
 
-MODULES = (files, memory_tools, clock, messaging, cron_tools, gpio, rule_tools)
+MODULES = (files, memory_tools, clock, messaging, cron_tools, gpio, rule_tools, mqtt_tools)  # mqtt_tools: while mqtt_url is set
 
 
 def _lines():
