@@ -68,7 +68,7 @@ def menu():
 def status():
     """Several lines: runtime (MicroPython's version, with a warning below 1.26), LLM
     (provider, model, address), memory (``heap()``), flash free, uptime, WiFi, Telegram,
-    clock, tokens today."""
+    clock, tokens today; the running version and the one before (``mimi.ota``)."""
     from mimi import VERSION, app, llm
     from mimi.llm import usage
 
@@ -83,7 +83,18 @@ def status():
                 "%d KB free" % (fl // 1024) if fl is not None else "n/a",
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
                 tg.describe() if tg else "not started", "synced" if seam.clock_synced() else "not set",
-                usage.summary()) + ("\nFeishu: " + fs.describe() if fs else "")
+                usage.summary()) + ("\nFeishu: " + fs.describe() if fs else "") + _version_line()
+
+
+def _version_line():
+    """A last line ``version: <git description> (before: ...)`` (``mimi.ota.describe``), or "" when
+    the update state cannot be read."""
+    try:
+        from mimi import ota
+
+        return "\nversion: " + ota.describe()
+    except Exception:  # noqa: BLE001 - a status line must not fail
+        return ""
 
 
 def wifi():

@@ -773,3 +773,70 @@ def reset_cause():
         if getattr(machine, k + "_RESET", None) == c:  # machine.PWRON_RESET, ...
             return name
     return "unknown"
+
+
+# -- updates over WiFi: the ROMFS partition (mimi/ota_image.py; issue 16) ------------
+
+
+class RomPartition:
+    """The board's ROMFS partition, for writing one of its two update slots.
+
+    ``vfs.rom_ioctl(2, 0)`` gives the partition: on the ESP32 port an ``esp32.Partition``
+    (block device: ``ioctl(5)`` block size, ``ioctl(6, n)`` erases block ``n``,
+    ``writeblocks(n, buf, offset)`` writes erased flash; memory-mapped, so ``view``
+    reads flash in place: ports/esp32/esp32_partition.c), on the virtual board a
+    memoryview written through ``vfs.rom_ioctl(3, 0, offset, nbytes)`` (erase) and
+    ``vfs.rom_ioctl(4, 0, offset, buf)`` (host_sim/vboard_prelude.py). mpremote's
+    ``romfs deploy`` uses the same two ways. ``OSError`` when the port refuses.
+    """
+
+    def __init__(self, seg):
+        self.seg = seg
+        self.view = memoryview(seg)  # the whole partition (bytes, read only)
+        self.size = len(self.view)
+        self.block = seg.ioctl(5, 0) if hasattr(seg, "ioctl") else 4096
+
+    def erase(self, offset, nbytes):
+        """Erase ``[offset, offset + nbytes)``, widened to whole blocks (reads FF after)."""
+        if hasattr(self.seg, "ioctl"):
+            for n in range(offset // self.block, (offset + nbytes + self.block - 1) // self.block):
+                self.seg.ioctl(6, n)
+            return
+        import vfs
+
+        r = vfs.rom_ioctl(3, 0, offset, nbytes)
+        if r < 0:
+            raise OSError(-r)
+
+    def write(self, offset, buf):
+        """Write ``buf`` at ``offset`` (erased before)."""
+        if hasattr(self.seg, "ioctl"):
+            self.seg.writeblocks(offset // self.block, buf, offset % self.block)
+            return
+        import vfs
+
+        r = vfs.rom_ioctl(4, 0, offset, buf)
+        if r < 0:
+            raise OSError(-r)
+
+
+def rom_partition():
+    """The ``RomPartition`` when this MicroPython has ROMFS and a ``romfs`` partition,
+    else None (the micropython.org builds, CPython)."""
+    try:
+        import vfs
+    except ImportError:
+        return None
+    if not hasattr(vfs, "rom_ioctl") or vfs.rom_ioctl(1) < 1:
+        return None
+    seg = vfs.rom_ioctl(2, 0)
+    if isinstance(seg, int):  # a negative errno: no partition
+        return None
+    return RomPartition(seg)
+
+
+def mpy_version():
+    """The ``.mpy`` version this MicroPython imports (6 for 1.23 to 1.29:
+    ``sys.implementation._mpy & 0xFF``), None on CPython."""
+    m = getattr(sys.implementation, "_mpy", None)
+    return m & 0xFF if m is not None else None
