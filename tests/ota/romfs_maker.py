@@ -31,10 +31,12 @@ def image(*records):
     return b"\xd2\xcd\x31" + uint(len(payload)) + payload
 
 
-def mimi_image(version="test-new", extra=()):
+def mimi_image(version="test-new", extra=(), pad=0):
     """A ROMFS image of a small mimi package: what an update must at least hold
     (``mimi_image``'s modules as .py), ``build.txt`` with ``version``, plus ``extra``
-    records inside ``mimi/``."""
+    records inside ``mimi/`` and ``pad`` bytes of a data file (a bigger image)."""
+    if pad:
+        extra = tuple(extra) + (file("pad.bin", bytes(range(256)) * (pad // 256) + b"p" * (pad % 256)),)
     return image(folder("mimi", file("__init__.py", b"VERSION = '9.9.9'\n"), file("boot.py", b"# boot\n"),
                         file("app.py", b"# app\n"), file("ota.py", b"# ota\n"),
                         folder("agent", file("rules.md", b"# rules\n" * 300)),
