@@ -17,7 +17,8 @@ one write, which NVS makes atomic: the old state or the new one, never half. JSO
 ``{"slot": 1, "trial": true, "boots": 0, "running": "v...", "previous": "v...",
 "note": ""}``. No blob (never updated, or ``tools/flash.sh deploy`` since): slot 0.
 
-A new version boots on trial (``trial``): each boot counts (``boots``); it is confirmed
+A new version boots on trial (``trial``): each boot counts (``boots``; a soft reset does
+not); it is confirmed
 when the app has run healthy (``mimi.ota.confirm``, called by ``mimi.app.watch``). Boot
 goes back to the other slot by itself when the trial version
 - crashed: this boot comes from a panic, the watchdog or an unasked-for
@@ -149,9 +150,11 @@ def select():
     global state
     try:
         st = load()
-        if st.get("trial"):
-            import machine
+        import machine
 
+        if st.get("trial") and machine.reset_cause() != machine.SOFT_RESET:
+            # A soft reset (Ctrl-D, each mpremote command) is no boot of the trial: the
+            # chip did not restart, and tools/flash.sh config must not use up its boots.
             st["boots"] = st.get("boots", 0) + 1
             why = None
             if st["boots"] > 1 and crashed(machine.reset_cause(), machine.RTC().memory()):

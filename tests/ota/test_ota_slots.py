@@ -102,6 +102,14 @@ def test_apply_switches_on_trial_and_boot_rolls_back_after_boots_without_healthy
         assert mimi_slot.select() == 1 and "/ota1" in sys.path
         assert mimi_slot.load()["boots"] == boot
         sys.path.remove("/ota1")
+    cause = machine.reset_cause
+    try:
+        machine.reset_cause = lambda: machine.SOFT_RESET
+        for _ in range(3):  # mpremote's soft resets: no boots of the trial
+            assert mimi_slot.select() == 1 and mimi_slot.load()["boots"] == mimi_slot.TRIAL_BOOTS
+            sys.path.remove("/ota1")
+    finally:
+        machine.reset_cause = cause
     assert mimi_slot.select() == 0  # the next boot: no healthy run came, back to slot 0
     st = mimi_slot.load()
     assert not st["trial"] and st["running"] == ota.running_version() and st["previous"] == "v2"
