@@ -70,7 +70,8 @@ def test_package_json_lists_the_tree_where_deploy_and_seed_put_it():
     # or the seed and not to package.json fails this.
     urls = dict(map(tuple, _package_json()["urls"]))
     want = {"mimi/" + f: "firmware/mimi/" + f for f in _files(os.path.join(ROOT, "firmware", "mimi"))}
-    want.update({"../boot.py": "firmware/boot.py", "../main.py": "firmware/main.py"})
+    want.update({"../boot.py": "firmware/boot.py", "../main.py": "firmware/main.py",
+                 "../mimi_slot.py": "firmware/mimi_slot.py"})
     code = dict(want)
     want.update({"../data/" + f: "spiffs_seed/" + f for f in _files(os.path.join(ROOT, "spiffs_seed"))})
     assert urls == want
@@ -124,7 +125,7 @@ def test_mpremote_mip_installs_a_working_mimi_that_answers_on_telegram(vboard, s
     assert out.rstrip().endswith("Done"), out
     # Where tools/flash.sh deploy --files and seed put them.
     assert _files(board / "lib") == {"mimi/" + f for f in _files(os.path.join(ROOT, "firmware", "mimi"))}
-    for name in ("boot.py", "main.py"):
+    for name in ("boot.py", "main.py", "mimi_slot.py"):
         assert (board / name).read_bytes() == open(os.path.join(ROOT, "firmware", name), "rb").read()
     assert _files(board / "data") == _files(os.path.join(ROOT, "spiffs_seed"))
     env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), PYTHON=sys.executable)
