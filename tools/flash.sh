@@ -12,7 +12,7 @@
 #   tools/flash.sh [--port PORT] doctor               a report made on the board, changing nothing: each
 #                                                     line OK, WARN or FIX with what to do (exit 1 on a FIX)
 #   tools/flash.sh [--port PORT] repl                 the serial console (Ctrl-] or Ctrl-X leaves it)
-#   tools/flash.sh --host HOST [--password P] update [IMAGE]
+#   tools/flash.sh --host HOST [--password P] update [--firmware] [IMAGE]
 #                                                     over WiFi: the package image (this checkout's,
 #                                                     built, when not given) to the board's web app,
 #                                                     which switches to it and restarts; then waits
@@ -49,6 +49,8 @@
 # checks it, switches, restarts, and goes back to the version before by itself when the
 # new one does not run healthy in its first boots (docs/updates.md). Exit 1 when it went
 # back or did not come back, 2 when the board refused (the reason is printed).
+# --firmware IMAGE: MicroPython itself (a build's micropython.bin, the app alone), where
+# the partition table has OTA slots (not the stock ESP32_GENERIC_S3 one: docs/updates.md).
 #
 # repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
 # fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
@@ -476,7 +478,7 @@ else:
 
 cmd_update() {
     [ -n "$HOST" ] || die "update: name the board on the network: --host mimi.local (or its address)"
-    [ $# -le 1 ] || die "update: one image at most"
+    [ $# -le 2 ] || die "update: one image at most"
     PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" "$ROOT/tools/ota_send.py" --host "$HOST" "$@"
 }
 

@@ -10,7 +10,9 @@ writes it beside the running version, checks it, switches and restarts
 (docs/updates.md); this then asks ``GET /api/version`` every 2 s until the board runs
 the new version (exit 0), or says it went back to the one before (exit 1), or gives up
 after ``--wait`` seconds (exit 1). A refusal (wrong password, wrong hash, too big) is
-printed with the board's reason (exit 2). Host-side CPython only (stdlib).
+printed with the board's reason (exit 2). ``--firmware IMAGE`` sends MicroPython itself
+(a build's ``micropython.bin``) to ``POST /api/firmware`` instead, where the board's
+partition table has OTA slots. Host-side CPython only (stdlib).
 """
 import argparse
 import hashlib
@@ -54,9 +56,10 @@ def _reason(status, body):
         return "%d %s" % (status, body[:200].decode("utf-8", "replace"))
 
 
-def send(host, password, path, timeout=120):
-    """POST the image file at ``path``; returns the board's answer (dict). ``ValueError``
-    with the reason when refused, ``OSError`` when the board cannot be reached."""
+def send(host, password, path, timeout=120, route="/api/update"):
+    """POST the image file at ``path`` to ``route``; returns the board's answer (dict).
+    ``ValueError`` with the reason when refused, ``OSError`` when the board cannot be
+    reached."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(_CHUNK_BYTES), b""):
@@ -64,7 +67,7 @@ def send(host, password, path, timeout=120):
     size = os.path.getsize(path)
     c = _conn(host, timeout)
     try:
-        c.putrequest("POST", "/api/update")
+        c.putrequest("POST", route)
         c.putheader("Content-Type", "application/octet-stream")
         c.putheader("Content-Length", str(size))
         c.putheader("X-Update-SHA256", h.hexdigest())
@@ -107,16 +110,42 @@ def wait_for(host, password, new, wait_s, say=print):
     return False
 
 
+def wait_for_firmware(host, password, slot_before, wait_s, say=print):
+    """After an update of MicroPython itself: True once the board answers from the other
+    app partition (its next update slot is the one it ran from before)."""
+    deadline = time.monotonic() + wait_s
+    time.sleep(2)
+    while time.monotonic() < deadline:
+        try:
+            v = version(host, password)
+        except (OSError, ValueError):
+            time.sleep(2)
+            continue
+        if v.get("firmware_slot") != slot_before:
+            say("Running %s from the other app partition, on trial until mimi has run healthy." % v.get("micropython"))
+            return True
+        say("The board answers from the same app partition as before: the bootloader went back (%s)."
+            % v.get("micropython"))
+        return False
+    say("The board did not come back within %d s." % wait_s)
+    return False
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="tools/ota_send.py", description=__doc__.split("\n")[0])
     ap.add_argument("--host", required=True, help="the board: mimi.local, 192.168.1.50, HOST:PORT")
     ap.add_argument("--password", help="the web password (default: $MIMI_WEB_PASSWORD)")
     ap.add_argument("--wait", type=int, default=180, metavar="S", help="seconds to wait for the board (default 180)")
+    ap.add_argument("--firmware", action="store_true", help="IMAGE is MicroPython itself (a build's "
+                    "micropython.bin), for a partition table with OTA slots (docs/updates.md)")
     ap.add_argument("image", nargs="?", help="the package image (default: build this checkout's)")
     a = ap.parse_args(argv)
     password = a.password or os.getenv("MIMI_WEB_PASSWORD") or ""
     if not password:
         print("update: no web password: --password or MIMI_WEB_PASSWORD", file=sys.stderr)
+        return 2
+    if a.firmware and not a.image:
+        print("update: --firmware needs the app image (build-BOARD/micropython.bin)", file=sys.stderr)
         return 2
     tmp = None
     path = a.image
@@ -142,6 +171,20 @@ def main(argv=None):
             print("update: %s refused: %s" % (a.host, e), file=sys.stderr)
             return 2
         size = os.path.getsize(path)
+        if a.firmware:
+            if not before.get("firmware_slot"):
+                print("update: this board's partition table has no OTA app slots: MicroPython is updated over "
+                      "USB there (tools/flash.sh flash; docs/updates.md)", file=sys.stderr)
+                return 2
+            print("The board runs %s; sending MicroPython, %d bytes, to %s..."
+                  % (before.get("micropython"), size, before["firmware_slot"]))
+            try:
+                answer = send(a.host, password, path, route="/api/firmware")
+            except (OSError, ValueError) as e:
+                print("update: not taken: %s" % e, file=sys.stderr)
+                return 2
+            print("The board took MicroPython %s and restarts into it." % answer["version"])
+            return 0 if wait_for_firmware(a.host, password, before["firmware_slot"], a.wait) else 1
         if before.get("max_bytes") and size > before["max_bytes"]:
             print("update: the image has %d bytes; this board's update slot holds %d (docs/updates.md)"
                   % (size, before["max_bytes"]), file=sys.stderr)

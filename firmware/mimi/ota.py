@@ -10,6 +10,8 @@ image is ``mimi.ota_image``'s. docs/updates.md tells the whole story.
 - ``apply(version)``: after ``mimi.ota_image`` wrote and checked the other slot, switch
   to it on trial (one NVS write) and reset.
 - ``rollback()``: back to the other slot by hand (the console, the web app), and reset.
+- ``apply_firmware(version)``: MicroPython itself, where the partition table has OTA
+  slots (``mimi.ota_image.FirmwareUpload``): boot the other app partition on trial.
 """
 from mimi import VERSION, data_path, log, seam
 
@@ -61,7 +63,10 @@ def describe():
 
 def confirm():
     """The running version ran healthy: end its trial, so boot keeps it (one NVS write;
-    nothing when there is no trial). Returns True when a trial ended."""
+    nothing when there is no trial). Returns True when a trial ended. Also tells the
+    bootloader that this MicroPython works (``seam.app_confirm``: after an update of
+    MicroPython itself it would go back to the one before at the next reset)."""
+    seam.app_confirm()
     s = _slots()
     st = s.load()
     if not st.get("trial"):
@@ -93,6 +98,20 @@ def apply(version, reset=True):
     if reset:
         _restart()
     return new
+
+
+def apply_firmware(version, reset=True):
+    """Boot the MicroPython ``mimi.ota_image.FirmwareUpload`` wrote and checked, on trial
+    (ESP-IDF's app rollback: a reset before ``confirm`` boots the one before), and reset
+    into it. ``ValueError`` when the table has no OTA slots."""
+    part = seam.app_partition()
+    if part is None:
+        raise ValueError("no OTA app slot")
+    seam.app_boot(part)
+    log.info("ota", "booting MicroPython %s from %s on trial", version, part.info()[4])
+    if reset:
+        _restart()
+    return part.info()[4]
 
 
 def rollback(reset=True):

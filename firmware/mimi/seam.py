@@ -840,3 +840,54 @@ def mpy_version():
     ``sys.implementation._mpy & 0xFF``), None on CPython."""
     m = getattr(sys.implementation, "_mpy", None)
     return m & 0xFF if m is not None else None
+
+
+# -- updates over WiFi: MicroPython itself, where the partition table has OTA slots ----
+
+
+def app_partition():
+    """The app partition an update of MicroPython itself goes to:
+    ``esp32.Partition(esp32.Partition.RUNNING).get_next_update()`` (an ``esp32.Partition``:
+    ``info()``, ``readblocks``/``writeblocks``/``ioctl`` in 4 KiB blocks, ``set_boot()``),
+    or None when the partition table has no OTA slots: the stock ESP32_GENERIC_S3 table has
+    one ``factory`` app and no ``ota_0``/``ota_1``, and the port raises ``OSError(ENOENT)``
+    (ports/esp32/esp32_partition.c; docs/updates.md). None on CPython too."""
+    try:
+        import esp32
+
+        return esp32.Partition(esp32.Partition.RUNNING).get_next_update()
+    except (ImportError, AttributeError, OSError):
+        return None
+
+
+def app_header():
+    """The first 16 bytes of the running app (its ESP-IDF image header: byte 0 is 0xE9,
+    bytes 12-13 the chip id), or None when it cannot be read."""
+    try:
+        import esp32
+
+        buf = bytearray(16)
+        esp32.Partition(esp32.Partition.RUNNING).readblocks(0, buf)
+        return bytes(buf)
+    except (ImportError, AttributeError, OSError):
+        return None
+
+
+def app_boot(part):
+    """Boot ``part`` (an app partition, written and checked) from the next reset on. With
+    ESP-IDF's app rollback (CONFIG_BOOTLOADER_APP_ROLLBACK_ENABLE, on in the port's
+    sdkconfig.base) it boots on trial: a reset before ``app_confirm`` goes back."""
+    part.set_boot()
+
+
+def app_confirm():
+    """Tell the bootloader the running MicroPython works
+    (``esp32.Partition.mark_app_valid_cancel_rollback()``; harmless when it was not on
+    trial). False where there is nothing to confirm (no ``esp32``, rollback not built in)."""
+    try:
+        import esp32
+
+        esp32.Partition.mark_app_valid_cancel_rollback()
+        return True
+    except (ImportError, AttributeError, OSError):
+        return False

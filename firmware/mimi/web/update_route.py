@@ -12,8 +12,14 @@
   authorized, 411 no Content-Length, 400 a malformed hash, a cut body, a SHA-256 other
   than announced, not a mimi image; 413 too big for the slot or the flash; 409 another
   upload under way; 408 the sender stopped for ``OTA_READ_TIMEOUT_S``.
+- ``POST /api/firmware``: the same for MicroPython itself (the app image of a build,
+  ``build-BOARD/micropython.bin``), where the partition table has OTA slots
+  (``mimi.ota_image.FirmwareUpload``, ``mimi.ota.apply_firmware``); 400 where it has
+  none (the stock ESP32_GENERIC_S3 table: docs/updates.md).
 - ``GET /api/version``: ``mimi.ota.info()`` (running, previous, slot, trial, boots,
-  note) and ``max_bytes``, the largest image the slot takes.
+  note), ``max_bytes`` (the largest image the slot takes), ``micropython`` (the running
+  one) and ``firmware_slot`` (the OTA app partition an update of it would go to, or
+  null).
 - ``POST /api/rollback``: back to the version before (``mimi.ota.rollback``), then reset.
 - ``GET /update``: a page with a file field that sends an image as ``tools/flash.sh``
   does (its SHA-256 computed in the page; ``crypto.subtle`` exists only on https or
@@ -53,10 +59,11 @@ def max_bytes():
     return mimi_slot.slot_offset(1, rom.size) if rom is not None else ota_image.OTA_FILES_MAX_BYTES
 
 
-def routes(app, authorized, apply=None):
+def routes(app, authorized, apply=None, apply_firmware=None):
     """Add the update routes to microdot ``app``; ``authorized(request)`` -> bool guards
-    all but the page. ``apply(version)``: what runs after a good upload (default
-    ``mimi.ota.apply``: switch and reset; tests record it instead)."""
+    all but the page. ``apply(version)``, ``apply_firmware(version)``: what runs after a
+    good upload (default ``mimi.ota.apply``, ``mimi.ota.apply_firmware``: switch and
+    reset; tests record it instead)."""
     import asyncio
 
     from microdot import Request
@@ -67,47 +74,27 @@ def routes(app, authorized, apply=None):
 
     @app.post("/api/update")
     async def update(request):
-        if not authorized(request):
-            return _error("not authorized", 401)
-        size = request.content_length
-        if not size:
-            return _error("Content-Length is required: the image's size in bytes", 411)
-        try:
-            u = ota_image.Upload(size, request.headers.get("X-Update-SHA256"))
-        except ValueError as e:
-            return _error(str(e), 413 if "holds" in str(e) or "free on flash" in str(e) else 400)
-        except RuntimeError as e:
-            return _error(str(e), 409)
-        except OSError as e:
-            return _error("flash: %s" % e, 500)
-        done = False
-        try:
-            left = size
-            while left > 0:
-                try:
-                    chunk = await asyncio.wait_for(request.stream.read(min(_OTA_CHUNK_BYTES, left)),
-                                                   OTA_READ_TIMEOUT_S)
-                except asyncio.TimeoutError:
-                    return _error("the upload stopped after %d of %d bytes" % (size - left, size), 408)
-                if not chunk:
-                    break  # the sender closed early: finish() says "cut short"
-                u.write(chunk)
-                left -= len(chunk)
-            version = u.finish()
-            done = True
-        except ValueError as e:
-            log.warn("ota", "upload refused: %s", e)
-            return _error(str(e), 400)
-        except OSError as e:
-            log.warn("ota", "upload: flash: %s", e)
-            return _error("flash: %s" % e, 500)
-        finally:
-            if not done:
-                u.abort()
         from mimi import ota
 
-        asyncio.create_task(_later(apply or ota.apply, version))
-        return _json({"version": version, "previous": ota.running_version(), "restarting": True})
+        if not authorized(request):
+            return _error("not authorized", 401)
+        got = await _receive(request, ota_image.Upload)
+        if not isinstance(got, str):
+            return got  # the refusal
+        asyncio.create_task(_later(apply or ota.apply, got))
+        return _json({"version": got, "previous": ota.running_version(), "restarting": True})
+
+    @app.post("/api/firmware")
+    async def firmware(request):
+        from mimi import ota, seam
+
+        if not authorized(request):
+            return _error("not authorized", 401)
+        got = await _receive(request, ota_image.FirmwareUpload)
+        if not isinstance(got, str):
+            return got
+        asyncio.create_task(_later(apply_firmware or ota.apply_firmware, got))
+        return _json({"version": got, "previous": seam.describe(), "restarting": True})
 
     @app.get("/api/version")
     async def version(request):
@@ -115,8 +102,13 @@ def routes(app, authorized, apply=None):
             return _error("not authorized", 401)
         from mimi import ota
 
+        from mimi import seam
+
         info = ota.info()
         info["max_bytes"] = max_bytes()
+        info["micropython"] = seam.describe()
+        part = seam.app_partition()
+        info["firmware_slot"] = part.info()[4] if part is not None else None
         return _json(info)
 
     @app.post("/api/rollback")
@@ -137,6 +129,49 @@ def routes(app, authorized, apply=None):
         from mimi import data_path
 
         return _page_file(data_path(__file__, "update.html"))
+
+
+async def _receive(request, make):
+    """Stream the body into ``make(size, sha256_hex)`` (an ``Upload``); the version it
+    checked (str), or the refusal to answer with."""
+    import asyncio
+
+    size = request.content_length
+    if not size:
+        return _error("Content-Length is required: the image's size in bytes", 411)
+    try:
+        u = make(size, request.headers.get("X-Update-SHA256"))
+    except ValueError as e:
+        return _error(str(e), 413 if "holds" in str(e) or "free on flash" in str(e) else 400)
+    except RuntimeError as e:
+        return _error(str(e), 409)
+    except OSError as e:
+        return _error("flash: %s" % e, 500)
+    done = False
+    try:
+        left = size
+        while left > 0:
+            try:
+                # Each chunk (at most 4 KiB) is garbage once written: nothing accumulates.
+                chunk = await asyncio.wait_for(request.stream.read(min(_OTA_CHUNK_BYTES, left)), OTA_READ_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                return _error("the upload stopped after %d of %d bytes" % (size - left, size), 408)
+            if not chunk:
+                break  # the sender closed early: finish() says "cut short"
+            u.write(chunk)
+            left -= len(chunk)
+        version = u.finish()
+        done = True
+        return version
+    except ValueError as e:
+        log.warn("ota", "upload refused: %s", e)
+        return _error(str(e), 400)
+    except OSError as e:
+        log.warn("ota", "upload: flash: %s", e)
+        return _error("flash: %s" % e, 500)
+    finally:
+        if not done:
+            u.abort()
 
 
 async def _later(fn, version):
