@@ -60,6 +60,7 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
             for n in names if not n.endswith(".pyc")}
     assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl"} <= want
+    want.add("mimi/build.txt")  # written when staged: the git description (mimi.ota.running_version)
     assert _files(board / "lib") == want
     assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()
     assert (board / "boot.py").exists()
@@ -193,6 +194,7 @@ def test_deploy_to_a_firmware_with_mimi_frozen_copies_what_freezing_leaves_out(v
             text = text.replace('VERSION = "%s"' % _version(), 'VERSION = "0.0.9"')
         (board / "mimi" / rel).write_text(text)
     assert data >= {"texts.md", "agent/rules.md", "agent/turn.md", "tools/tools.jsonl"}
+    data.add("build.txt")  # written when staged: the git description (mimi.ota.running_version)
     p = flash_sh("--port", vboard_stock.port, "deploy")
     assert ("mimi 0.0.9 is frozen into this firmware: deploying boot.py, main.py and its %d data files to /lib/mimi"
             % len(data)) in p.stdout, p.stdout
