@@ -176,6 +176,7 @@ class FirmwareUpload:
         self.size = int(size)
         self.sha = sha
         self.got = 0
+        self.buf = None
         self.part = seam.app_partition()
         if self.part is None:
             raise ValueError("this board's partition table has no OTA app slots: MicroPython is updated "
@@ -227,9 +228,12 @@ class FirmwareUpload:
             _busy[0] = False
 
     def read(self, pos, n):
-        buf = bytearray(n)
-        self.part.readblocks(pos // _OTA_BUF_BYTES, buf, pos % _OTA_BUF_BYTES)
-        return buf
+        # Into one reused buffer, as _FileReader: good until the next read.
+        if self.buf is None:
+            self.buf = memoryview(bytearray(_OTA_BUF_BYTES))
+        mv = self.buf[:min(n, _OTA_BUF_BYTES)]
+        self.part.readblocks(pos // _OTA_BUF_BYTES, mv, pos % _OTA_BUF_BYTES)
+        return mv
 
     def abort(self):
         """Give the upload up; the partition stays unused (the running app boots next)."""
@@ -260,12 +264,15 @@ class _MemReader:
 
 
 class _FileReader:
+    # Reads into one reused buffer: what read() returns is good until the next read.
     def __init__(self, path):
         self.f = open(path, "rb")
+        self.buf = memoryview(bytearray(_OTA_BUF_BYTES))
 
     def read(self, pos, n):
         self.f.seek(pos)
-        return self.f.read(n)
+        got = self.f.readinto(self.buf[:min(n, _OTA_BUF_BYTES)])
+        return self.buf[:got or 0]
 
     def close(self):
         self.f.close()
@@ -375,7 +382,6 @@ def _unpack(reader, files, folder):
     replaces the old copy (a slot not running: nothing imports from it meanwhile)."""
     new = folder + "/mimi.new"
     _remove(new)
-    buf = bytearray(_OTA_BUF_BYTES)
     for path, pos, n in files:
         if path[:5] != "mimi/":
             continue  # the package only; the image holds nothing else today
@@ -384,7 +390,9 @@ def _unpack(reader, files, folder):
         with open(seam.real_path(dest), "wb") as out:
             done = 0
             while done < n:
-                part = reader.read(pos + done, min(len(buf), n - done))
+                part = reader.read(pos + done, min(_OTA_BUF_BYTES, n - done))
+                if not part:
+                    raise ValueError("cut short in %s" % path)
                 out.write(part)
                 done += len(part)
     _remove(folder + "/mimi")
