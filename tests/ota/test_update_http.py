@@ -80,7 +80,7 @@ def test_refusals_say_why_and_leave_everything_as_it_was(server):
     assert status == 400 and "64 hex digits" in answer["error"]
     status, answer = _post(server, b"x" * 100, dict(AUTH, **{"X-Update-SHA256": sha}),
                            length=ota_image.OTA_FILES_MAX_BYTES + 1)
-    assert status == 413
+    assert status == 413 and "the update slot holds %d" % ota_image.OTA_FILES_MAX_BYTES in answer["error"]
     assert _get(server, "/api/version", headers={})[0] == 401
     assert not os.path.exists(seam.real_path("/ota1/mimi")) and mimi_slot.load() == {}
     assert server.applied == []
@@ -111,3 +111,31 @@ def test_the_page_has_a_file_field_and_the_routes_it_calls(server):
     assert status == 200 and ctype.startswith("text/html")
     page = body.decode()
     assert 'type="file"' in page and "/api/update" in page and "X-Update-SHA256" in page and "/api/version" in page
+
+
+def test_micropython_itself_only_where_the_table_has_ota_slots(server):
+    import esp32
+    from test_ota_firmware import _app
+
+    img = _app(size=30000)
+    headers = dict(AUTH, **{"X-Update-SHA256": hashlib.sha256(img).hexdigest()})
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    c.request("POST", "/api/firmware", body=img, headers=headers)
+    r = c.getresponse()
+    assert r.status == 400 and "no OTA app slots" in json.loads(r.read())["error"]
+    c.close()
+    assert json.loads(_get(server, "/api/version")[2])["firmware_slot"] is None
+    esp32.SIM_OTA_BYTES = 65536
+    try:
+        assert json.loads(_get(server, "/api/version")[2])["firmware_slot"] == "ota_1"
+        c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        c.request("POST", "/api/firmware", body=img, headers=headers)
+        r = c.getresponse()
+        assert r.status == 200 and json.loads(r.read())["version"] == "v1.28.0-mimi"
+        c.close()
+        deadline = time.monotonic() + 5
+        while not server.firmware and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.firmware == ["v1.28.0-mimi"]
+    finally:
+        esp32.SIM_OTA_BYTES = None

@@ -27,8 +27,9 @@
 
 ``authorized(request) -> bool`` decides who may (the web app's session with its CSRF
 check, or ``Authorization: Bearer <password>``); the page sends the password it is
-given as a Bearer token. ``Request.max_content_length`` is raised to the largest image
-(bodies over ``Request.max_body_length``, 16 KB, are streamed by microdot, not read).
+given as a Bearer token. ``Request.max_content_length`` is raised to 4 MiB (microdot's
+own check, before any route; bodies over ``Request.max_body_length``, 16 KB, are
+streamed by microdot, not read): each route checks its own cap.
 """
 import json
 
@@ -39,6 +40,7 @@ from mimi import log
 OTA_READ_TIMEOUT_S = const(30)  # a sender silent this long is gone
 OTA_RESTART_DELAY_MS = const(1000)  # the answer leaves before the reset
 _OTA_CHUNK_BYTES = const(4096)
+_OTA_CONTENT_MAX_BYTES = const(4194304)  # above any app partition (MicroPython itself) or ROMFS slot
 
 
 def _json(obj, status=200):
@@ -70,7 +72,9 @@ def routes(app, authorized, apply=None, apply_firmware=None):
 
     from mimi import ota_image
 
-    Request.max_content_length = max(Request.max_content_length, ota_image.OTA_FILES_MAX_BYTES)
+    # microdot refuses longer bodies (413) before any route runs; ours check their own caps
+    # (the slot, the flash). Bodies over max_body_length are streamed, so this costs no RAM.
+    Request.max_content_length = max(Request.max_content_length, _OTA_CONTENT_MAX_BYTES)
 
     @app.post("/api/update")
     async def update(request):
