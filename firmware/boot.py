@@ -6,11 +6,10 @@
 # (docs/updates.md). A trial copy that fails to import goes back at once.
 try:
     import mimi_slot as _slot
-
-    _slot.select()
-except Exception as _e:  # noqa: BLE001 - an older board without mimi_slot.py: the package as deployed
+except ImportError:  # deployed before updates over WiFi (no /mimi_slot.py): the package as it is
     _slot = None
-    print("[boot] no slot choice: %r" % _e)
+if _slot is not None:
+    _slot.select()  # never raises
 try:
     from mimi import boot as _boot
 

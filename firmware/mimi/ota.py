@@ -64,9 +64,11 @@ def describe():
 def confirm():
     """The running version ran healthy: end its trial, so boot keeps it (one NVS write;
     nothing when there is no trial). Returns True when a trial ended. Also tells the
-    bootloader that this MicroPython works (``seam.app_confirm``: after an update of
+    bootloader that this MicroPython works (``ota_flash.app_confirm``: after an update of
     MicroPython itself it would go back to the one before at the next reset)."""
-    seam.app_confirm()
+    from mimi import ota_flash
+
+    ota_flash.app_confirm()
     s = _slots()
     st = s.load()
     if not st.get("trial"):
@@ -104,10 +106,12 @@ def apply_firmware(version, reset=True):
     """Boot the MicroPython ``mimi.ota_image.FirmwareUpload`` wrote and checked, on trial
     (ESP-IDF's app rollback: a reset before ``confirm`` boots the one before), and reset
     into it. ``ValueError`` when the table has no OTA slots."""
-    part = seam.app_partition()
+    from mimi import ota_flash
+
+    part = ota_flash.app_partition()
     if part is None:
         raise ValueError("no OTA app slot")
-    seam.app_boot(part)
+    ota_flash.app_boot(part)
     log.info("ota", "booting MicroPython %s from %s on trial", version, part.info()[4])
     if reset:
         _restart()

@@ -14,7 +14,7 @@ name, a data record: 2 the bytes, or 3 a size and an offset into the image's pay
     ota.apply(version)             # switch (one NVS write) and reset
 
 Where it goes (``/mimi_slot.py`` has the slots): with ROMFS, straight into the other
-half of the ``romfs`` partition (``seam.RomPartition``); without, into the file
+half of the ``romfs`` partition (``ota_flash.RomPartition``); without, into the file
 ``OTA_INCOMING`` on the file system, then unpacked into the other slot's folder. Nothing
 the running version uses is touched before ``ota.apply``: a wrong hash, a cut upload or
 a power cut leaves it running, and the next boot runs it again.
@@ -24,7 +24,7 @@ never held whole (docs/heap.md, "Updates over WiFi").
 """
 from micropython import const
 
-from mimi import log, seam
+from mimi import log, ota_flash, seam
 
 OTA_FILES_MAX_BYTES = const(1048576)  # without ROMFS: the largest image taken
 _OTA_FLASH_MARGIN_BYTES = const(65536)  # left free on the file system after unpacking
@@ -64,7 +64,7 @@ class Upload:
         self.sha = sha
         self.got = 0
         self.slot = 1 - _slots().load().get("slot", 0)
-        self.rom = seam.rom_partition()
+        self.rom = ota_flash.rom_partition()
         self.file = None
         if self.size <= 0:
             raise ValueError("empty image")
@@ -155,7 +155,7 @@ class Upload:
 class FirmwareUpload:
     """A new MicroPython (the app image a build makes: ``build-BOARD/micropython.bin``,
     not the merged ``firmware.bin`` for USB) on its way into the app partition not
-    running (``seam.app_partition``), where the partition table has OTA slots.
+    running (``ota_flash.app_partition``), where the partition table has OTA slots.
 
     Same interface and errors as ``Upload``; also ``ValueError`` when the table has no
     OTA slots (the stock ESP32_GENERIC_S3 one: docs/updates.md), when the image is over
@@ -177,7 +177,7 @@ class FirmwareUpload:
         self.sha = sha
         self.got = 0
         self.buf = None
-        self.part = seam.app_partition()
+        self.part = ota_flash.app_partition()
         if self.part is None:
             raise ValueError("this board's partition table has no OTA app slots: MicroPython is updated "
                              "over USB here (tools/flash.sh flash; docs/updates.md)")
@@ -212,7 +212,7 @@ class FirmwareUpload:
             if h != self.sha:
                 raise ValueError("SHA-256 mismatch: received %s, announced %s" % (h, self.sha))
             head = bytes(self.read(0, 0x50))
-            mine = seam.app_header()
+            mine = ota_flash.app_header()
             if head[:1] != b"\xe9":
                 raise ValueError("not an ESP32 app image (no E9 at its start)")
             if mine and mine[:1] == b"\xe9" and head[12:14] != mine[12:14]:
@@ -358,7 +358,7 @@ def _data(reader, pos, end, base):
 def _check(reader, files):
     # A mimi package that can run and confirm itself, compiled for this MicroPython.
     names = {f[0]: f for f in files}
-    want = seam.mpy_version()
+    want = ota_flash.mpy_version()
     for stem in _NEEDED:
         f = names.get(stem + ".mpy") or names.get(stem + ".py")
         if f is None:

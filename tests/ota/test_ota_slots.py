@@ -12,7 +12,7 @@ import romfs_maker
 import support
 
 import mimi_slot
-from mimi import commands, ota, ota_image, seam
+from mimi import commands, ota, ota_flash, ota_image, seam
 
 RUNTIMES = ("cpython", "micropython")
 
@@ -186,7 +186,7 @@ def test_status_shows_the_running_version_and_the_one_before():
     sys.path.remove("/ota1")
 
 
-class _RomStandIn(seam.RomPartition):
+class _RomStandIn(ota_flash.RomPartition):
     """A 64 KiB ROMFS partition in RAM, erased and written as flash is (erase to FF,
     writes only clear bits), so a slot written over old bytes without erasing shows."""
 
@@ -211,9 +211,9 @@ class _RomStandIn(seam.RomPartition):
 def test_with_romfs_the_image_goes_into_the_other_half_of_the_partition():
     _fresh()
     rom = _RomStandIn()
-    real = seam.rom_partition
+    real = ota_flash.rom_partition
     try:
-        seam.rom_partition = lambda: rom
+        ota_flash.rom_partition = lambda: rom
         img = romfs_maker.mimi_image("v8")
         assert _send(img, chunk=700) == "v8"
         assert rom.erased == [(32768, len(img))]
@@ -228,7 +228,7 @@ def test_with_romfs_the_image_goes_into_the_other_half_of_the_partition():
         assert "SHA-256 mismatch" in str(support.raises(ValueError, u.finish))
         u.abort()
     finally:
-        seam.rom_partition = real
+        ota_flash.rom_partition = real
 
 
 def test_slot_offsets_are_block_aligned_halves():

@@ -55,9 +55,9 @@ def max_bytes():
     """The largest image this board takes: half its ROMFS partition, else
     ``mimi.ota_image.OTA_FILES_MAX_BYTES`` (the flash may hold less: checked per upload)."""
     import mimi_slot
-    from mimi import ota_image, seam
+    from mimi import ota_flash, ota_image
 
-    rom = seam.rom_partition()
+    rom = ota_flash.rom_partition()
     return mimi_slot.slot_offset(1, rom.size) if rom is not None else ota_image.OTA_FILES_MAX_BYTES
 
 
@@ -106,12 +106,12 @@ def routes(app, authorized, apply=None, apply_firmware=None):
             return _error("not authorized", 401)
         from mimi import ota
 
-        from mimi import seam
+        from mimi import ota_flash, seam
 
         info = ota.info()
         info["max_bytes"] = max_bytes()
         info["micropython"] = seam.describe()
-        part = seam.app_partition()
+        part = ota_flash.app_partition()
         info["firmware_slot"] = part.info()[4] if part is not None else None
         return _json(info)
 
