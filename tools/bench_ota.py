@@ -29,9 +29,9 @@ import gc, os, time, hashlib, binascii
 from mimi import seam, log
 gc.collect(); a0 = gc.mem_alloc()
 import mimi_slot
-from mimi import ota, ota_image
+from mimi import ota, ota_flash, ota_image
 gc.collect(); a1 = gc.mem_alloc()
-print("modules (mimi.ota, mimi.ota_image, mimi_slot; seam and log loaded before): %d B" % (a1 - a0))
+print("modules (mimi.ota, mimi.ota_image, mimi.ota_flash, mimi_slot; seam and log loaded before): %d B" % (a1 - a0))
 img = os.getenv("BENCH_IMAGE")
 size = os.stat(img)[6]
 h = hashlib.sha256()
