@@ -110,3 +110,27 @@ def test_an_update_runs_is_confirmed_and_a_bad_one_rolls_back(tmp_path, images):
         assert _status(board) == "e2e-b (before: e2e-c); rolled back from e2e-c: 2 boots without running healthy"
     finally:
         board.stop()
+
+
+def test_without_romfs_the_update_is_unpacked_into_ota1_and_imported_from_there(tmp_path, images):
+    # A MicroPython without ROMFS (the micropython.org builds): the package deployed as
+    # files in /lib/mimi; the update unpacked into /ota1/mimi and put first on sys.path.
+    flash = tmp_path / "board"
+    (flash / "data").mkdir(parents=True)
+    shutil.copytree(os.path.join(hostenv.FIRMWARE, "mimi"), flash / "lib" / "mimi",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (flash / "lib" / "mimi" / "build.txt").write_text("e2e-files-a\n")
+    for name in ("boot.py", "main.py", "mimi_slot.py"):
+        shutil.copy(os.path.join(hostenv.FIRMWARE, name), flash / name)
+    board = VBoard(flash, "--romfs-kb", "0")
+    try:
+        assert board.wait_for(b"[app] started", 30), board.read()
+        out = _upload(board, flash, images["b"])
+        assert "@@took e2e-b" in out and "receiving %d bytes into slot 1" % len(images["b"]) in out
+        assert board.wait_for(b"[app] started", 30)
+        assert (flash / "ota1" / "mimi" / "app.mpy").exists() and not (flash / "ota" / "incoming.img").exists()
+        out = _mp(board, "import mimi\nprint('@@', mimi.__file__)")
+        assert "@@ /ota1/mimi/__init__.mpy" in out, out
+        assert _status(board) == "e2e-b (before: e2e-files-a), on trial (boot 1)"
+    finally:
+        board.stop()
