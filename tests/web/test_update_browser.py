@@ -34,6 +34,15 @@ def browser():
         b.close()
 
 
+def _session_or_bearer(r):
+    # As the web app's check may be: its password as a Bearer token, or its session
+    # cookie with the CSRF token double-submitted (cookie "csrf" = header X-CSRF-Token).
+    if r.headers.get("Authorization") == "Bearer " + PASSWORD:
+        return True
+    return (r.cookies.get("session") == "made-up-session" and r.cookies.get("csrf") == "made-up-csrf"
+            and r.headers.get("X-CSRF-Token") == "made-up-csrf")
+
+
 @pytest.fixture
 def board(monkeypatch):
     """The update routes with a board that 'restarts' into what it was sent."""
@@ -47,7 +56,7 @@ def board(monkeypatch):
         applied.append(version)
 
     monkeypatch.setattr(ota, "running_version", lambda: applied[-1] if applied else before)
-    s = UpdateServer(apply=apply)
+    s = UpdateServer(apply=apply, authorized=_session_or_bearer)
     s.before = before
     yield s
     s.stop()
@@ -82,3 +91,26 @@ def test_a_wrong_password_is_refused_in_the_page(browser, board, tmp_path):
     page.wait_for_function("document.getElementById('log').textContent.startsWith('Refused')", timeout=30000)
     assert page.text_content("#log") == "Refused (401): not authorized"
     assert mimi_slot.load() == {} and board.applied == []
+
+
+def test_signed_in_the_page_sends_the_session_and_its_csrf_token(browser, board, tmp_path):
+    img = tmp_path / "mimi.romfs"
+    img.write_bytes(romfs_maker.mimi_image("v-browser-3"))
+    context = browser.new_context()
+    context.add_cookies([{"name": "session", "value": "made-up-session", "url": board.url},
+                         {"name": "csrf", "value": "made-up-csrf", "url": board.url}])
+    page = context.new_page()
+    page.goto(board.url + "/update")
+    page.wait_for_function("document.getElementById('running').textContent !== '?'", timeout=10000)
+    page.set_input_files("#image", str(img))
+    page.click("#send")
+    page.wait_for_function("document.getElementById('log').textContent.startsWith('Running')", timeout=30000)
+    assert page.text_content("#log").startswith("Running v-browser-3 (before: %s)" % board.before)
+    context.clear_cookies()
+    context.add_cookies([{"name": "session", "value": "made-up-session", "url": board.url}])  # no CSRF token
+    page.goto(board.url + "/update")
+    page.set_input_files("#image", str(img))
+    page.click("#send")
+    page.wait_for_function("document.getElementById('log').textContent.startsWith('Refused')", timeout=30000)
+    assert page.text_content("#log") == "Refused (401): not authorized"
+    context.close()
