@@ -50,7 +50,8 @@ class Upload:
     size is 0 or over the slot (ROMFS: half the partition) or ``OTA_FILES_MAX_BYTES``,
     when the hash is malformed, or when the file system lacks room (without ROMFS: the
     image and its unpacked copy, plus ``_OTA_FLASH_MARGIN_BYTES``); ``RuntimeError``
-    while another upload is under way. Every later error leaves the running version as
+    while another upload is under way, or while the running version is on trial (the
+    other slot holds the one to go back to). Every later error leaves the running version as
     it is; call ``abort()`` on any failure to free the upload.
     """
 
@@ -60,10 +61,16 @@ class Upload:
             raise ValueError("the SHA-256 must be 64 hex digits")
         if _busy[0]:
             raise RuntimeError("another update is being received")
+        st = _slots().load()
+        if st.get("trial"):
+            # The other slot holds the version to go back to: not overwritten before this
+            # one has proved itself.
+            raise RuntimeError("%s is on trial until it has run healthy; send the next update after that"
+                               % st.get("running", "the running version"))
         self.size = int(size)
         self.sha = sha
         self.got = 0
-        self.slot = 1 - _slots().load().get("slot", 0)
+        self.slot = 1 - st.get("slot", 0)
         self.rom = ota_flash.rom_partition()
         self.file = None
         if self.size <= 0:

@@ -141,6 +141,8 @@ def test_a_healthy_run_confirms_and_later_boots_keep_it():
     _fresh()
     ota.apply(_send(romfs_maker.mimi_image("v4")), reset=False)
     assert mimi_slot.select() == 1
+    err = support.raises(RuntimeError, ota_image.Upload, 100, "a" * 64)
+    assert "v4 is on trial" in str(err)  # slot 0 holds the way back until v4 has proved itself
     assert ota.confirm() and not ota.confirm()  # once; nothing on trial after
     for _ in range(mimi_slot.TRIAL_BOOTS + 2):
         assert mimi_slot.select() == 1
