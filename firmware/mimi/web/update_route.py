@@ -11,7 +11,8 @@
   trial and resets (``mimi.ota.apply``). Errors (JSON ``{"error": "..."}``): 401 not
   authorized, 411 no Content-Length, 400 a malformed hash, a cut body, a SHA-256 other
   than announced, not a mimi image; 413 too big for the slot or the flash; 409 another
-  upload under way; 408 the sender stopped for ``OTA_READ_TIMEOUT_S``.
+  upload under way, or the running version still on trial; 408 the sender stopped for
+  ``OTA_READ_TIMEOUT_S``.
 - ``POST /api/firmware``: the same for MicroPython itself (the app image of a build,
   ``build-BOARD/micropython.bin``), where the partition table has OTA slots
   (``mimi.ota_image.FirmwareUpload``, ``mimi.ota.apply_firmware``); 400 where it has
@@ -26,8 +27,9 @@
   localhost, so the page has its own), and shows the version the board comes back with.
 
 ``authorized(request) -> bool`` decides who may (the web app's session with its CSRF
-check, or ``Authorization: Bearer <password>``); the page sends the password it is
-given as a Bearer token. ``Request.max_content_length`` is raised to 4 MiB (microdot's
+check, or ``Authorization: Bearer <password>``); the page sends the password typed in
+it as a Bearer token, else (signed in) the session cookie and ``X-CSRF-Token`` copied
+from the ``csrf`` cookie. ``Request.max_content_length`` is raised to 4 MiB (microdot's
 own check, before any route; bodies over ``Request.max_body_length``, 16 KB, are
 streamed by microdot, not read): each route checks its own cap.
 """
@@ -70,15 +72,14 @@ def routes(app, authorized, apply=None, apply_firmware=None):
 
     from microdot import Request
 
-    from mimi import ota_image
-
+    # The update modules load at the first upload, not with the web app (docs/heap.md).
     # microdot refuses longer bodies (413) before any route runs; ours check their own caps
     # (the slot, the flash). Bodies over max_body_length are streamed, so this costs no RAM.
     Request.max_content_length = max(Request.max_content_length, _OTA_CONTENT_MAX_BYTES)
 
     @app.post("/api/update")
     async def update(request):
-        from mimi import ota
+        from mimi import ota, ota_image
 
         if not authorized(request):
             return _error("not authorized", 401)
@@ -90,7 +91,7 @@ def routes(app, authorized, apply=None, apply_firmware=None):
 
     @app.post("/api/firmware")
     async def firmware(request):
-        from mimi import ota, seam
+        from mimi import ota, ota_image, seam
 
         if not authorized(request):
             return _error("not authorized", 401)
