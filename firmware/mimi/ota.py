@@ -11,7 +11,7 @@ image is ``mimi.ota_image``'s. docs/updates.md tells the whole story.
   to it on trial (one NVS write) and reset.
 - ``rollback()``: back to the other slot by hand (the console, the web app), and reset.
 - ``apply_firmware(version)``: MicroPython itself, where the partition table has OTA
-  slots (``mimi.ota_image.FirmwareUpload``): boot the other app partition on trial.
+  slots (``mimi.ota_firmware.FirmwareUpload``): boot the other app partition on trial.
 """
 from mimi import VERSION, data_path, log, seam
 
@@ -103,7 +103,7 @@ def apply(version, reset=True):
 
 
 def apply_firmware(version, reset=True):
-    """Boot the MicroPython ``mimi.ota_image.FirmwareUpload`` wrote and checked, on trial
+    """Boot the MicroPython ``mimi.ota_firmware.FirmwareUpload`` wrote and checked, on trial
     (ESP-IDF's app rollback: a reset before ``confirm`` boots the one before), and reset
     into it. ``ValueError`` when the table has no OTA slots."""
     from mimi import ota_flash

@@ -9,7 +9,7 @@ import _esp32_partition as esp32_part
 import esp32
 import support
 
-from mimi import ota, ota_flash, ota_image, seam
+from mimi import ota, ota_firmware, ota_flash, ota_image, seam
 
 RUNTIMES = ("cpython", "micropython")
 
@@ -34,7 +34,7 @@ def _app(version=b"v1.28.0-mimi", chip=9, size=20000, merged=False):
 
 
 def _send(data, sha=None):
-    u = ota_image.FirmwareUpload(len(data), sha or _hex(data))
+    u = ota_firmware.FirmwareUpload(len(data), sha or _hex(data))
     try:
         for i in range(0, len(data), 1500):
             u.write(data[i:i + 1500])
@@ -59,7 +59,7 @@ def _done():
 def test_the_stock_table_has_no_ota_slot_and_says_so():
     _with_ota(0)
     assert ota_flash.app_partition() is None
-    err = support.raises(ValueError, ota_image.FirmwareUpload, 1000, "a" * 64)
+    err = support.raises(ValueError, ota_firmware.FirmwareUpload, 1000, "a" * 64)
     assert "no OTA app slots" in str(err)
     assert not ota_image._busy[0]
     _done()
@@ -94,11 +94,11 @@ def test_wrong_hash_size_chip_and_a_merged_image_are_refused():
         esp32.Partition(esp32.Partition.RUNNING).writeblocks(0, _app(size=64))
         img = _app()
         assert "SHA-256 mismatch" in str(support.raises(ValueError, _send, img, "0" * 64))
-        assert "holds 65536" in str(support.raises(ValueError, ota_image.FirmwareUpload, 65537, "a" * 64))
+        assert "holds 65536" in str(support.raises(ValueError, ota_firmware.FirmwareUpload, 65537, "a" * 64))
         assert "another chip (id 0; this one is 9)" in str(support.raises(ValueError, _send, _app(chip=0)))
         assert "merged image" in str(support.raises(ValueError, _send, _app(size=40000, merged=True)))
         assert "not an ESP32 app" in str(support.raises(ValueError, _send, b"PK" + img[2:]))
-        u = ota_image.FirmwareUpload(len(img), _hex(img))
+        u = ota_firmware.FirmwareUpload(len(img), _hex(img))
         u.write(img[:5000])
         assert "cut short" in str(support.raises(ValueError, u.finish))
         assert _send(img) == "v1.28.0-mimi"  # nothing left busy

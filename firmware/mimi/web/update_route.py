@@ -15,7 +15,7 @@
   ``OTA_READ_TIMEOUT_S``.
 - ``POST /api/firmware``: the same for MicroPython itself (the app image of a build,
   ``build-BOARD/micropython.bin``), where the partition table has OTA slots
-  (``mimi.ota_image.FirmwareUpload``, ``mimi.ota.apply_firmware``); 400 where it has
+  (``mimi.ota_firmware.FirmwareUpload``, ``mimi.ota.apply_firmware``); 400 where it has
   none (the stock ESP32_GENERIC_S3 table: docs/updates.md).
 - ``GET /api/version``: ``mimi.ota.info()`` (running, previous, slot, trial, boots,
   note), ``max_bytes`` (the largest image the slot takes), ``micropython`` (the running
@@ -91,11 +91,11 @@ def routes(app, authorized, apply=None, apply_firmware=None):
 
     @app.post("/api/firmware")
     async def firmware(request):
-        from mimi import ota, ota_image, seam
+        from mimi import ota, ota_firmware, seam
 
         if not authorized(request):
             return _error("not authorized", 401)
-        got = await _receive(request, ota_image.FirmwareUpload)
+        got = await _receive(request, ota_firmware.FirmwareUpload)
         if not isinstance(got, str):
             return got
         asyncio.create_task(_later(apply_firmware or ota.apply_firmware, got))
