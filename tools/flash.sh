@@ -4,7 +4,7 @@
 #   tools/flash.sh [--port PORT] flash [--romfs|--no-romfs] FIRMWARE.bin
 #                                                     erase, write MicroPython at 0x0 (+ a romfs partition)
 #   tools/flash.sh [--port PORT] deploy [--files] [--mpy]
-#                                                     firmware/boot.py, main.py -> /; firmware/mimi ->
+#                                                     firmware/boot.py, main.py, mimi_slot.py -> /; firmware/mimi ->
 #                                                     the ROMFS partition (/rom/mimi), else /lib/mimi
 #   tools/flash.sh [--port PORT] seed [--force]       spiffs_seed/ -> /data (keeps existing files)
 #   tools/flash.sh [--port PORT] config NAME=VALUE... settings into NVS namespace "mimi"
@@ -12,6 +12,11 @@
 #   tools/flash.sh [--port PORT] doctor               a report made on the board, changing nothing: each
 #                                                     line OK, WARN or FIX with what to do (exit 1 on a FIX)
 #   tools/flash.sh [--port PORT] repl                 the serial console (Ctrl-] or Ctrl-X leaves it)
+#   tools/flash.sh --host HOST [--password P] update [--firmware] [IMAGE]
+#                                                     over WiFi: the package image (this checkout's,
+#                                                     built, when not given) to the board's web app,
+#                                                     which switches to it and restarts; then waits
+#                                                     and prints the version it runs
 #
 # PORT: a serial device (/dev/ttyACM0, /dev/ttyUSB0, COM5) or socket://HOST:PORT (the
 # virtual board: python -m host_sim vboard --flash DIR --port 7777). Default: $MIMI_PORT,
@@ -37,6 +42,15 @@
 # WiFi; the clock; an NVS round trip; DNS, and a timed TLS handshake with the CA bundle,
 # for the Telegram API and the LLM; a thread with the app's stack doing a handshake; which
 # settings are set (names only).
+#
+# update: tools/ota_send.py: POST http://HOST/api/update with the image's SHA-256 and the
+# web password ($MIMI_WEB_PASSWORD, or --password) as a Bearer token. The board writes the
+# image beside the running version (the other half of its ROMFS partition, or /ota1/mimi),
+# checks it, switches, restarts, and goes back to the version before by itself when the
+# new one does not run healthy in its first boots (docs/updates.md). Exit 1 when it went
+# back or did not come back, 2 when the board refused (the reason is printed).
+# --firmware IMAGE: MicroPython itself (a build's micropython.bin, the app alone), where
+# the partition table has OTA slots (not the stock ESP32_GENERIC_S3 one: docs/updates.md).
 #
 # repl: mpremote's console on a serial device; on a socket:// port, where mpremote's repl
 # fails ("'Serial' object has no attribute 'fd'"), python -m host_sim console instead.
@@ -73,6 +87,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 PORT="${MIMI_PORT:-}"
+HOST=""  # update: the board on the network (--host)
 SEED_DIR="${MIMI_SEED_DIR:-$ROOT/spiffs_seed}"
 
 die() { echo "flash.sh: $*" >&2; exit 2; }
@@ -163,6 +178,19 @@ def _mk(p):
                 os.mkdir(cur)
             except OSError:
                 pass
+'
+
+# deploy writes slot 0 of updates over WiFi (the start of the ROMFS partition, or
+# /lib/mimi): the slot state goes (boot then runs slot 0, no trial) and so does the other
+# folder slot, stale now (firmware/mimi_slot.py; docs/updates.md).
+PY_OTA_FORGET='import esp32
+_n = esp32.NVS("mimi_ota")
+try:
+    _n.erase_key("state")
+    _n.commit()
+except OSError:
+    pass
+_rm("/ota1")
 '
 
 FLASH_TMP=""  # the image flash writes when it adds a romfs partition; removed at exit
@@ -322,9 +350,11 @@ except Exception:
         # The image replaces the old one whole; a /lib/mimi left by a files deploy goes,
         # so that nothing shadows the image.
         mp exec "${PY_RMTREE}_rm('/lib/mimi')
-_rm('/lib/microdot')" \
+_rm('/lib/microdot')
+${PY_OTA_FORGET}" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
-            + fs cp "$ROOT/firmware/main.py" :/main.py
+            + fs cp "$ROOT/firmware/main.py" :/main.py \
+            + fs cp "$ROOT/firmware/mimi_slot.py" :/mimi_slot.py
     elif [ -n "$frozen" ]; then
         echo "mimi $frozen is frozen into this firmware: deploying boot.py, main.py and its $n data files to /lib/mimi (freezing takes only the modules)..."
         [ "$frozen" = "$version" ] || echo "(This checkout is mimi $version: rebuild the firmware with manifest.py so that its code and these files match.)"
@@ -349,9 +379,11 @@ _rm('/lib/microdot')" \
         fi
         mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
 _rm('/lib/microdot')
-_mk('/lib')" \
+_mk('/lib')
+${PY_OTA_FORGET}" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py \
+            + fs cp "$ROOT/firmware/mimi_slot.py" :/mimi_slot.py \
             + fs cp -r "$stage/pkg/mimi" :/lib/ \
             + fs cp -r "$stage/pkg/microdot" :/lib/
     fi
@@ -449,6 +481,12 @@ else:
     if grep -q '^FIX' <<<"$out"; then exit 1; fi
 }
 
+cmd_update() {
+    [ -n "$HOST" ] || die "update: name the board on the network: --host mimi.local (or its address)"
+    [ $# -le 2 ] || die "update: one image at most"
+    PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" "$ROOT/tools/ota_send.py" --host "$HOST" "$@"
+}
+
 cmd_repl() {
     [ $# -eq 0 ] || die "repl: no arguments expected"
     case "$PORT" in
@@ -467,6 +505,11 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --port) [ $# -ge 2 ] || die "--port needs a value"; PORT="$2"; shift 2 ;;
         --port=*) PORT="${1#--port=}"; shift ;;
+        --host) [ $# -ge 2 ] || die "--host needs a value"; HOST="$2"; shift 2 ;;
+        --host=*) HOST="${1#--host=}"; shift ;;
+        # Into the environment, not onto a command line that ps shows.
+        --password) [ $# -ge 2 ] || die "--password needs a value"; export MIMI_WEB_PASSWORD="$2"; shift 2 ;;
+        --password=*) export MIMI_WEB_PASSWORD="${1#--password=}"; shift ;;
         -h|--help|help) usage 0 ;;
         *) break ;;
     esac
@@ -481,5 +524,6 @@ case "$command" in
     reset) need_mpremote; mp reset; echo "Reset: the assistant starts (tools/flash.sh repl shows its log)." ;;
     repl) cmd_repl "$@" ;;
     doctor) cmd_doctor "$@" ;;
-    *) die "unknown command $command (flash, deploy, seed, config, reset, repl, doctor)" ;;
+    update) cmd_update "$@" ;;
+    *) die "unknown command $command (flash, deploy, seed, config, reset, repl, doctor, update)" ;;
 esac

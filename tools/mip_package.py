@@ -13,7 +13,8 @@ without a scheme is relative to the folder of the package.json, so that
 it (``@TAG`` picks a branch or tag instead of HEAD). ``deps`` are installed after the
 files; ``version`` is the package's (``VERSION`` in firmware/mimi/__init__.py, the one
 place it is bumped; ``/status`` shows it). The paths land where ``tools/flash.sh deploy``
-and ``seed`` put things: the package in /lib/mimi, ``../boot.py`` and ``../main.py`` in
+and ``seed`` put things: the package in /lib/mimi, ``../boot.py``, ``../main.py`` and
+``../mimi_slot.py`` in
 / (the board's file system resolves ``..``: littlefs, FAT, the virtual board), the seed
 in /data.
 
@@ -77,11 +78,13 @@ def _seed_files():
 
 
 def entries(seed=True):
-    """``[(device path, repository path)]``: the package, boot.py, main.py, and with
+    """``[(device path, repository path)]``: the package, boot.py, main.py, mimi_slot.py
+    (the slot choice of updates over WiFi, beside boot.py), and with
     ``seed`` the files of spiffs_seed/; device paths relative to the target /lib."""
     out = [(rel, "firmware/" + rel) for rel in romfs.package_files()]
     out += [(rel, "firmware/lib/" + rel) for rel in romfs.lib_files()]  # microdot: /lib/microdot
-    out += [("../boot.py", "firmware/boot.py"), ("../main.py", "firmware/main.py")]
+    out += [("../boot.py", "firmware/boot.py"), ("../main.py", "firmware/main.py"),
+            ("../mimi_slot.py", "firmware/mimi_slot.py")]
     if seed:
         out += [("../data/" + rel, "spiffs_seed/" + rel) for rel in _seed_files()]
     return out

@@ -454,7 +454,8 @@ def route(msg):
 
 def watch(now):
     """The I/O thread's supervision step: restart a dead agent thread, feed the watchdog
-    while the agent makes progress, and clear the crash count once healthy."""
+    while the agent makes progress, and clear the crash count once healthy (and confirm
+    an update on trial: ``mimi.ota.confirm``)."""
     t = state["threads"].get("agent") or {}
     if state["stop"]:
         return
@@ -480,6 +481,12 @@ def watch(now):
         state["healthy"] = True
         boot.clear_crashes()
         log.info("app", "healthy")
+        try:
+            from mimi import ota
+
+            ota.confirm()  # an update on trial stays (mimi_slot; docs/updates.md)
+        except Exception as e:  # noqa: BLE001 - no NVS, no mimi_slot.py (an older deploy)
+            log.warn("app", "update confirm: %r", e)
 
 
 def handle_inline(msg):

@@ -68,7 +68,8 @@ def menu():
 def status():
     """Several lines: runtime (MicroPython's version, with a warning below 1.26), LLM
     (provider, model, address), memory (``heap()``), flash free, uptime, WiFi, Telegram,
-    clock, tokens today; Feishu and MQTT when set up."""
+    clock, tokens today; Feishu and MQTT when set up; the running version and the one before
+    (``mimi.ota``)."""
     from mimi import VERSION, app, llm
     from mimi.llm import usage
 
@@ -85,7 +86,7 @@ def status():
                 "%d d %d h %d min" % (s // 86400, s // 3600 % 24, s // 60 % 60) if t0 else "stopped", wifi(),
                 tg.describe() if tg else "not started", "synced" if seam.clock_synced() else "not set",
                 usage.summary()) + ("\nFeishu: " + fs.describe() if fs else "") + (
-        "\nMQTT: " + mq.client().describe() if mq and mq.client() else "") + _web()
+        "\nMQTT: " + mq.client().describe() if mq and mq.client() else "") + _web() + _version_line()
 
 
 def _web():
@@ -97,6 +98,17 @@ def _web():
     from mimi.web import server
 
     return "\nWeb: " + server.describe()
+
+
+def _version_line():
+    """A last line ``version: <git description> (before: ...)`` (``mimi.ota.describe``), or "" when
+    the update state cannot be read."""
+    try:
+        from mimi import ota
+
+        return "\nversion: " + ota.describe()
+    except Exception:  # noqa: BLE001 - a status line must not fail
+        return ""
 
 
 def wifi():

@@ -208,7 +208,7 @@ SETTINGS["gateway_port"] = ("gateway_port", "18789", False)
 SETTINGS["web_tokens"] = ("web_tokens", "", True)
 SETTINGS["web_made"] = ("web_made", "", False)
 # Modules whose ``routes(app)`` add routes to the web app (mimi/web/server.py), in order.
-WEB_ROUTE_MODULES = ("mimi.web.pages", "mimi.web.mcp_route")
+WEB_ROUTE_MODULES = ("mimi.web.pages", "mimi.web.mcp_route", "mimi.web.update_route")
 WEB_THREAD_STACK_BYTES = const(16384)  # the web thread (asyncio loop): docs/heap.md "Internal RAM"
 
 # The setup portal (mimi/web/portal.py; issue 16). Its access point's WPA2 password is made

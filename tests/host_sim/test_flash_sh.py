@@ -63,6 +63,7 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
              for d, _, names in os.walk(os.path.join(ROOT, "firmware", "lib", "microdot")) if "__pycache__" not in d
              for n in names if not n.endswith(".pyc")}
     assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl", "microdot/microdot.py"} <= want
+    want.add("mimi/build.txt")  # written when staged: the git description (mimi.ota.running_version)
     assert _files(board / "lib") == want
     assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()
     assert (board / "boot.py").exists()
@@ -155,7 +156,7 @@ def test_a_micropython_without_romfs_gets_files(vboard_stock):
     assert "mimi/app.py" in _files(board / "lib") and not (board / "romfs.bin").exists()
     flash_sh("--port", vboard_stock.port, "deploy", "--mpy")
     files = _files(board / "lib")
-    code = [f for f in files if not f.endswith((".md", ".jsonl"))]
+    code = [f for f in files if not f.endswith((".md", ".jsonl", ".html", ".txt"))]  # data files stay as they are
     assert code and all(f.endswith(".mpy") for f in code), files
     assert "mimi/agent/rules.md" in files and "mimi/tools/tools.jsonl" in files
     got = _board_exec(vboard_stock.port, "from mimi import app\nprint(app.__file__)")
@@ -198,6 +199,7 @@ def test_deploy_to_a_firmware_with_mimi_frozen_copies_what_freezing_leaves_out(v
             text = text.replace('VERSION = "%s"' % _version(), 'VERSION = "0.0.9"')
         (board / "mimi" / rel).write_text(text)
     assert data >= {"texts.md", "agent/rules.md", "agent/turn.md", "tools/tools.jsonl"}
+    data.add("build.txt")  # written when staged: the git description (mimi.ota.running_version)
     p = flash_sh("--port", vboard_stock.port, "deploy")
     assert ("mimi 0.0.9 is frozen into this firmware: deploying boot.py, main.py and its %d data files to /lib/mimi"
             % len(data)) in p.stdout, p.stdout

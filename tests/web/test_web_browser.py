@@ -120,3 +120,25 @@ def test_logging_out_ends_the_session(page, web_board):
     page.wait_for_url(web_board.web_url + "/login")
     page.goto(web_board.web_url + "/")
     assert page.url == web_board.web_url + "/login"
+
+
+def test_the_settings_page_leads_to_the_update_page_whose_upload_passes_the_login(page, web_board):
+    # The update page (mimi.web.update_route) on the board's own web app: reached from
+    # Settings; signed in, its script sends the session's CSRF token, so a bad image is
+    # refused for what it is (400, a wrong SHA-256), not as a stranger's upload (401).
+    _login(page, web_board)
+    page.click("nav a:has-text('Settings')")
+    page.click("a:has-text('Update the software')")
+    page.wait_for_url(web_board.web_url + "/update")
+    token = [c for c in page.context.cookies() if c["name"] == "csrf"][0]
+    assert token["sameSite"] == "Strict" and not token["httpOnly"]
+    status = page.evaluate("""async () => {
+        const r = await fetch('/api/update', {method: 'POST', body: new Uint8Array(64),
+            headers: Object.assign({'X-Update-SHA256': '0'.repeat(64)}, headers())});
+        return r.status; }""")
+    assert status == 400
+    anon = urllib.request.Request(web_board.web_url + "/api/update", b"x" * 64,
+                                  {"X-Update-SHA256": "0" * 64, "Content-Type": "application/octet-stream"})
+    with pytest.raises(urllib.error.HTTPError) as e:  # no session, no token: refused before reading
+        urllib.request.urlopen(anon, timeout=10)
+    assert e.value.code == 401

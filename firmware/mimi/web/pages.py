@@ -257,6 +257,8 @@ def routes(app):
             rows.append("<tr><td>%s</td><td>%s</td></tr>" % (esc(n), _form(
                 request, "/settings", '<input type="hidden" name="name" value="%s">%s ' % (esc(n), field), "Set")))
         return _html("Settings", '%s<p>Secrets are write-only. Some settings take effect at the next restart.</p>'
+                     '<p><a href="/update">Update the software</a> (an image from tools/flash.sh; the board'
+                     ' goes back to this version by itself if the new one fails)</p>'
                      '<table>%s</table>' % ('<p class="msg">%s</p>' % esc(msg) if msg else "", "".join(rows)),
                      request, "/settings")
 
