@@ -42,7 +42,8 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
   - The chat's summary (``mimi.agent.compact``) is in every turn's system prompt; after
     the reply, at most every ``_AGENT_COMPACT_EVERY_TURNS`` turns of a chat whose history
     is longer than the window, ``compact.update`` brings it up to date. ``compact`` is
-    imported only then (and on a full context): a short chat never loads it.
+    imported only then (and on a full context): a short chat never loads it; once
+    loaded it stays.
 """
 import os
 
@@ -64,7 +65,6 @@ _AGENT_REASONING_MAX_BYTES = const(4096)  # DeepSeek's reasoning_content kept on
 _AGENT_REPEAT_MAX = const(3)  # the same call this often within the window is not run
 _AGENT_REPEAT_WINDOW = const(20)  # calls of a turn looked back on
 _AGENT_COMPACT_EVERY_TURNS = const(5)  # one summary call per this many turns of a chat, at most
-_AGENT_COMPACT_MIN_FREE_BYTES = const(49152)  # free heap a summary needs (loading compact, its request)
 
 _TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
@@ -348,13 +348,13 @@ def _summarised(key):
 def _compact(key, provider, full):
     """Bring the summary of chat ``key`` up to date when due: at most every
     ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
-    window (``full``); never raises. ``compact`` is unloaded again after it: in between,
-    its code would hold about 3 KB of a small heap (a package of .py files: ``python -m
-    host_sim bench``'s 500-turn soak in 256 KB ran out of memory with it resident; from
-    ROMFS, as flash.sh deploys it, the code stays in flash and loading it is cheap). A
-    heap with less than ``_AGENT_COMPACT_MIN_FREE_BYTES`` free skips this summary: the
-    next turn matters more (in that soak, trying anyway, compiling compact.py failed and
-    its garbage split the heap until turns failed too)."""
+    window (``full``); never raises. ``compact`` is imported at the first summary and
+    stays (issue 17: unloaded after each use, it was compiled again every fifth turn of
+    a long chat, the slowest part of such a turn; resident it holds about 3 KB as .py,
+    less from ROMFS). No collection and no free-heap count before the call: the turn's
+    garbage is collected as the call needs room, and ``gc.mem_free`` walks the whole
+    heap (2 ms of a 2 MB heap's CPU); a summary that runs out of memory is skipped and
+    logged, and the next turn goes on as before."""
     if not _summarised(key):
         return
     if len(_turns) > 16 and key not in _turns:
@@ -363,24 +363,12 @@ def _compact(key, provider, full):
     _turns[key] = 0 if n >= _AGENT_COMPACT_EVERY_TURNS and full else n
     if _turns[key]:
         return
-    seam.collect()
-    free = seam.mem_free()
-    if free is not None and free < _AGENT_COMPACT_MIN_FREE_BYTES:
-        log.warn(_TAG, "%s: no summary: %d B free", key, free)
-        return
-    import sys
-
     try:
         from mimi.agent import compact
 
         compact.update(key, provider)
     except Exception as e:  # noqa: BLE001 - a summary is a bonus: the chat goes on without it
         log.warn(_TAG, "%s: no summary: %s", key, getattr(e, "user_message", None) or repr(e))
-    compact = None
-    sys.modules.pop("mimi.agent.compact", None)
-    import mimi.agent
-
-    mimi.agent.__dict__.pop("compact", None)
 
 
 def _reasoned(m, think):
