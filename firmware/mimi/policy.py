@@ -43,7 +43,8 @@ _CHATS_DIR = const("/data/chats")  # a chat's own folder: /data/chats/tg_<id>/
 
 def chat_of(turn):
     """The chat a turn acts for (str): the chat that made a job (``by``), else its chat."""
-    return str(turn.get("by") or turn.get("chat_id") or "")
+    c = turn.get("by") or turn.get("chat_id") or ""
+    return c if isinstance(c, str) else str(c)  # MicroPython's str() of a str is a copy (issue 17)
 
 
 def role(turn):

@@ -44,6 +44,9 @@ _EPOCH_OFFSET = 946684800 if time.gmtime(0)[0] == 2000 else 0
 _root = "" if _RT == "esp32" else (os.getenv("MIMI_FLASH") or "flash").rstrip("/")
 
 
+_real = [(None, None, None)]  # (device path, real path, root) that real_path kept last
+
+
 def set_flash_root(path):
     """Host runtimes only: make ``path`` the folder that plays the board's flash.
 
@@ -76,10 +79,15 @@ def real_path(path):
     link under ``/data`` is refused, wherever it leads (``mimi.links``, which lists folders
     only when they changed).
     """
+    last = _real[0]
+    if path == last[0] and last[2] is _root and (_RT == "esp32" or _links is None):
+        return last[1]  # the same file again, no link check to make: a turn asks a dozen times (issue 17)
     p = _root + path
     if path[:5] != "/data" or path[5:6] not in ("", "/"):
         return p
-    if _RT == "cpython":
+    if _RT == "esp32" or _RT == "unix" and _links is None:  # no link check: the answer can be kept
+        _real[0] = (path, p, _root)  # one tuple, replaced whole: safe from two threads
+    elif _RT == "cpython":
         data = os.path.realpath(_root + "/data")
         r = os.path.realpath(p)
         if r != data and not r.startswith(data + os.sep):

@@ -80,10 +80,12 @@ def key_for(channel, chat_id):
     """
     # telegram and heartbeat are shortened; others (cli, cron) keep their name; a Feishu
     # chat id names its channel already ("fs_ou_...": the key is the id)
+    if not isinstance(chat_id, str):  # MicroPython's str() of a str is a copy (issue 17)
+        chat_id = str(chat_id)
     if channel == "feishu":
-        return _safe(str(chat_id))[:_KEY_MAX]
+        return _safe(chat_id)[:_KEY_MAX]
     prefix = "tg" if channel == "telegram" else "hb" if channel == "heartbeat" else _safe(str(channel))[:8]
-    return (prefix + "_" + _safe(str(chat_id)))[:_KEY_MAX]
+    return (prefix + "_" + _safe(chat_id))[:_KEY_MAX]
 
 
 def path_for(key):
