@@ -13,6 +13,7 @@ Everything else in ``firmware/`` imports what differs from here: paths, clocks, 
 the settings store, sockets and TLS, pins, watchdog, heap figures, WiFi, NTP, reset.
 """
 import gc
+import json
 import os
 import sys
 import time
@@ -567,8 +568,6 @@ def as_bytes(x):
 
 def loads_view(mv):
     """``json.loads`` of a memoryview slice (MicroPython parses it in place; CPython copies)."""
-    import json
-
     return json.loads(bytes(mv) if _RT == "cpython" else mv)
 
 

@@ -52,7 +52,7 @@ import json
 from micropython import const
 
 from mimi import seam
-from mimi.llm import LLMError
+from mimi.llm import LLMError, textcalls  # textcalls: every text reply with tools asks it
 from mimi.tools import registry
 
 _SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
@@ -327,8 +327,6 @@ def parse(d, protocol, name, esc=True, tools=None):
         if text or calls:
             break
     if tools and not calls and protocol != "anthropic" and text:
-        from mimi.llm import textcalls
-
         if textcalls.has_markup(text):
             text, calls = textcalls.extract(text, tools)
             if calls:
