@@ -45,7 +45,8 @@ _EPOCH_OFFSET = 946684800 if time.gmtime(0)[0] == 2000 else 0
 _root = "" if _RT == "esp32" else (os.getenv("MIMI_FLASH") or "flash").rstrip("/")
 
 
-_real = [(None, None, None)]  # (device path, real path, root) that real_path kept last
+_real = [(None, None, None)] * 4  # (device path, real path, root) that real_path kept last
+_real_at = [0]
 
 
 def set_flash_root(path):
@@ -80,14 +81,16 @@ def real_path(path):
     link under ``/data`` is refused, wherever it leads (``mimi.links``, which lists folders
     only when they changed).
     """
-    last = _real[0]
-    if path == last[0] and last[2] is _root and (_RT == "esp32" or _links is None):
-        return last[1]  # the same file again, no link check to make: a turn asks a dozen times (issue 17)
+    if _RT == "esp32" or _links is None:  # no link check to make: a kept answer stands
+        for last in _real:  # the same few files again: a turn asks two dozen times (issue 17)
+            if path == last[0] and last[2] is _root:
+                return last[1]
     p = _root + path
     if path[:5] != "/data" or path[5:6] not in ("", "/"):
         return p
     if _RT == "esp32" or _RT == "unix" and _links is None:  # no link check: the answer can be kept
-        _real[0] = (path, p, _root)  # one tuple, replaced whole: safe from two threads
+        i = _real_at[0] = (_real_at[0] + 1) % len(_real)
+        _real[i] = (path, p, _root)  # one tuple in a fixed list, replaced whole: safe from two threads
     elif _RT == "cpython":
         data = os.path.realpath(_root + "/data")
         r = os.path.realpath(p)
