@@ -70,6 +70,8 @@ _AGENT_REASONING_MAX_BYTES = const(4096)  # DeepSeek's reasoning_content kept on
 _AGENT_REPEAT_MAX = const(3)  # the same call this often within the window is not run
 _AGENT_REPEAT_WINDOW = const(20)  # calls of a turn looked back on
 _AGENT_COMPACT_EVERY_TURNS = const(5)  # one summary call per this many turns of a chat, at most
+_AGENT_COMPACT_MIN_FREE_BYTES = const(49152)  # free heap a summary needs (its request, its reply)
+_AGENT_COMPACT_ROOMY_BYTES = const(524288)  # a GC heap this large is not counted before a summary
 
 _TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
@@ -84,6 +86,7 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "archives in /data/sessions/archive can be deleted.]|")
 _unsaved = [None]  # the first failed session write of this turn (the agent runs one turn at a time)
 _turns = {}  # session key -> turns since its last summary check (RAM: after a reboot, checked at once)
+_heap = [None]  # the GC heap's size in bytes, measured at the first summary (0: the runtime cannot say)
 
 
 def denied_groups(msg):
@@ -353,8 +356,11 @@ def _compact(key, provider, full):
     fifth turn of a long chat, the slowest part of such a turn; resident it holds about
     3 KB as .py, less from ROMFS). No collection and no free-heap count before the call: the turn's
     garbage is collected as the call needs room, and ``gc.mem_free`` walks the whole
-    heap (2 ms of a 2 MB heap's CPU); a summary that runs out of memory is skipped and
-    logged, and the next turn goes on as before."""
+    heap (2 ms of a 2 MB heap's CPU). Only a heap under ``_AGENT_COMPACT_ROOMY_BYTES``
+    (measured once) is collected and counted first: with less than
+    ``_AGENT_COMPACT_MIN_FREE_BYTES`` free the summary is skipped, as the next turn
+    matters more (a summary that failed for memory there split the heap until turns
+    failed too). A summary that runs out of memory anyway is skipped and logged."""
     if not _summarised(key):
         return
     if len(_turns) > 16 and key not in _turns:
@@ -363,10 +369,24 @@ def _compact(key, provider, full):
     _turns[key] = 0 if n >= _AGENT_COMPACT_EVERY_TURNS and full else n
     if _turns[key]:
         return
+    if _heap[0] is None:
+        seam.collect()
+        free = seam.mem_free()
+        _heap[0] = free + seam.mem_alloc() if free is not None else 0
+    if _heap[0] and _heap[0] < _AGENT_COMPACT_ROOMY_BYTES:
+        seam.collect()
+        free = seam.mem_free()
+        if free < _AGENT_COMPACT_MIN_FREE_BYTES:
+            log.warn(_TAG, "%s: no summary: %d B free", key, free)
+            return
     try:
         from mimi.agent import compact
 
         compact.update(key, provider)
+    except MemoryError:  # its garbage first: the line logged needs room too
+        compact = None
+        seam.collect()
+        log.warn(_TAG, "%s: no summary: no mem", key)
     except Exception as e:  # noqa: BLE001 - a summary is a bonus: the chat goes on without it
         log.warn(_TAG, "%s: no summary: %s", key, getattr(e, "user_message", None) or repr(e))
 
