@@ -1,5 +1,5 @@
 """``python -m host_sim bench``: the board side runs the firmware's turns under micropython;
-500 turns fit in a 320 KB heap as .py files, and in 256 KB from the ROMFS image."""
+500 turns fit in a 328 KB heap as .py files, and in 256 KB from the ROMFS image."""
 import os
 import subprocess
 import sys
@@ -33,12 +33,15 @@ def _soak(fake, heap):
     return r
 
 
-def test_500_turns_run_in_a_320k_heap_without_running_out_of_memory(fake):
+def test_500_turns_run_in_a_328k_heap_without_running_out_of_memory(fake):
     # Issue 2's budget was 256 KB on this 64-bit port; the package of issues 12-17 holds
-    # about 258 KB between turns as .py files here (a 32-bit MicroPython as the chip's needs
-    # far less; the chip's heap lives in PSRAM). The margin is about 56 KB: a change that
-    # adds much to what stays between turns shows here first.
-    _soak(fake, "320K")
+    # about 254 KB after init as .py files here (a 32-bit MicroPython as the chip's needs
+    # far less; the chip's heap lives in PSRAM). What limits it is init, not the turns:
+    # compiling the tool modules needs free runs the heap must still have. Measured: the
+    # main before issue 17's per-turn caches (about 2 KB more code as .py) started in
+    # 320 KB but not in 312 KB; with them it starts in 328 KB. From ROMFS, as deploy ships
+    # the package, 256 KB is ample (the next test).
+    _soak(fake, "328K")
 
 
 def test_from_its_romfs_image_the_package_leaves_a_256k_heap_far_more_room(fake, tmp_path):

@@ -42,8 +42,8 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
   - The chat's summary (``mimi.agent.compact``) is in every turn's system prompt; after
     the reply, at most every ``_AGENT_COMPACT_EVERY_TURNS`` turns of a chat whose history
     is longer than the window, ``compact.update`` brings it up to date. ``compact`` is
-    loaded at init (``warm``) when the setting is on, else on a full context, and stays
-    (issue 17: compiled inside a turn, it cost that turn CPU and heap).
+    imported only then (and on a full context): a short chat never loads it; once
+    loaded it stays (issue 17: unloaded after each use, it was compiled again each time).
 """
 import os
 
@@ -55,10 +55,6 @@ from mimi.tools import registry
 import mimi.llm as llm
 from mimi.llm import usage
 
-try:  # the hardware parts (mimi.hw), when installed; imported once, not in every turn (issue 17)
-    from mimi.hw import fastpath, retrieval
-except ImportError:
-    fastpath = retrieval = None
 
 # Tunables (config.py holds those shared by several modules and the settings).
 _AGENT_POLL_MS = const(500)  # how long run() waits on the inbound queue between stop checks
@@ -87,6 +83,20 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
 _unsaved = [None]  # the first failed session write of this turn (the agent runs one turn at a time)
 _turns = {}  # session key -> turns since its last summary check (RAM: after a reboot, checked at once)
 _heap = [None]  # the GC heap's size in bytes, measured at the first summary (0: the runtime cannot say)
+_hw = []  # [(fastpath, retrieval)]: the hardware parts (mimi.hw) once imported, (None, None) without them
+
+
+def _hw_parts():
+    """``(fastpath, retrieval)`` from ``mimi.hw``, imported at the first call (not when this
+    module is: ``app.init`` loads modules one by one) and kept: an import in every turn
+    cost it a search of the name pool (issue 17)."""
+    if not _hw:
+        try:
+            from mimi.hw import fastpath, retrieval
+        except ImportError:
+            fastpath = retrieval = None
+        _hw.append((fastpath, retrieval))
+    return _hw[0]
 
 
 def denied_groups(msg):
@@ -102,14 +112,12 @@ def denied_groups(msg):
 
 def warm(context):
     """Make, at init, what a turn keeps between turns: the provider and its HTTP client,
-    the day's token count, compaction's module (when the setting ``compact`` is on), the
-    skills index, the datasheet index and its chunk buffer (one system prompt is built
-    for a made-up message). Made during the first turn, each
+    the day's token count, the skills index, the datasheet index and its chunk buffer
+    (one system prompt is built for a made-up message). Made during the first turn, each
     would land in the middle of the free heap and split it for good (docs/heap.md)."""
     llm.current()
     usage.today()
-    if config.get("compact") != "off":  # compaction's module: loaded here, not compiled inside a turn
-        from mimi.agent import compact  # noqa: F401
+    retrieval = _hw_parts()[1]
     context.build({"channel": "cli", "chat_id": "0", "session": "warm"}, retrieval and (
         lambda room: retrieval.for_message("led pin", min(room, _AGENT_HW_NOTES_BYTES))))
 
@@ -205,6 +213,7 @@ class Agent:
                 return note
         if not text.strip():
             return llm.pick(_MSG, "text")
+        fastpath, retrieval = _hw_parts()
         out = fastpath and fastpath.try_handle(msg, denied_groups(msg))
         if out is not None:
             _save(key, {"role": "user", "content": text})
@@ -351,10 +360,10 @@ def _summarised(key):
 def _compact(key, provider, full):
     """Bring the summary of chat ``key`` up to date when due: at most every
     ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
-    window (``full``); never raises. ``compact`` is loaded by ``warm`` at init (here when it
-    was not) and stays (issue 17: unloaded after each use, it was compiled again every
-    fifth turn of a long chat, the slowest part of such a turn; resident it holds about
-    3 KB as .py, less from ROMFS). No collection and no free-heap count before the call: the turn's
+    window (``full``); never raises. ``compact`` is imported at the first summary and stays
+    (issue 17: unloaded after each use, it was compiled again every fifth turn of a long
+    chat, the slowest part of such a turn; resident it holds about 3 KB as .py, about
+    1 KB from ROMFS). No collection and no free-heap count before the call: the turn's
     garbage is collected as the call needs room, and ``gc.mem_free`` walks the whole
     heap (2 ms of a 2 MB heap's CPU). Only a heap under ``_AGENT_COMPACT_ROOMY_BYTES``
     (measured once) is collected and counted first: with less than

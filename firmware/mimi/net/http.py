@@ -116,20 +116,6 @@ def sweep(idle_ms=_HTTP_KEEP_IDLE_MS):
 
 def parse_url(url):
     """Split ``http[s]://host[:port]/path?q`` into ``(tls, host, port, path)``; ``ValueError`` if bad."""
-    for last in _parsed:  # the same few URLs each request (issue 17: each part is a new string)
-        if url == last[0]:
-            return last[1]
-    out = _parse_url(url)
-    i = _parsed_at[0] = (_parsed_at[0] + 1) % len(_parsed)
-    _parsed[i] = (url, out)  # one tuple in a fixed list, replaced whole: safe from two threads
-    return out
-
-
-_parsed = [(object(), None)] * 4  # (url, parse_url's answer) kept last; the object matches no url
-_parsed_at = [0]
-
-
-def _parse_url(url):
     tls = url.startswith("https://")
     if not tls and not url.startswith("http://"):
         raise ValueError(_BAD_URL)
