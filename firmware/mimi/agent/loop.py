@@ -42,8 +42,8 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
   - The chat's summary (``mimi.agent.compact``) is in every turn's system prompt; after
     the reply, at most every ``_AGENT_COMPACT_EVERY_TURNS`` turns of a chat whose history
     is longer than the window, ``compact.update`` brings it up to date. ``compact`` is
-    imported only then (and on a full context): a short chat never loads it; once
-    loaded it stays (issue 17: unloaded after each use, it was compiled again each time).
+    loaded at init (``warm``) when the setting is on, else on a full context, and stays
+    (issue 17: unloaded after each use, it was compiled again inside a turn each time).
 """
 import os
 
@@ -112,11 +112,14 @@ def denied_groups(msg):
 
 def warm(context):
     """Make, at init, what a turn keeps between turns: the provider and its HTTP client,
-    the day's token count, the skills index, the datasheet index and its chunk buffer
-    (one system prompt is built for a made-up message). Made during the first turn, each
+    the day's token count, compaction's module (setting ``compact`` on), the skills
+    index, the datasheet index and its chunk buffer (one system prompt is built for a
+    made-up message). Made during the first turn, each
     would land in the middle of the free heap and split it for good (docs/heap.md)."""
     llm.current()
     usage.today()
+    if config.get("compact") != "off":  # compaction's module, kept once loaded: not compiled inside a turn
+        from mimi.agent import compact  # noqa: F401
     retrieval = _hw_parts()[1]
     context.build({"channel": "cli", "chat_id": "0", "session": "warm"}, retrieval and (
         lambda room: retrieval.for_message("led pin", min(room, _AGENT_HW_NOTES_BYTES))))
@@ -360,10 +363,10 @@ def _summarised(key):
 def _compact(key, provider, full):
     """Bring the summary of chat ``key`` up to date when due: at most every
     ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
-    window (``full``); never raises. ``compact`` is imported at the first summary and stays
-    (issue 17: unloaded after each use, it was compiled again every fifth turn of a long
-    chat, the slowest part of such a turn; resident it holds about 3 KB as .py, about
-    1 KB from ROMFS). No collection and no free-heap count before the call: the turn's
+    window (``full``); never raises. ``compact`` is loaded by ``warm`` at init (here when it was
+    not) and stays (issue 17: unloaded after each use, it was compiled again every fifth
+    turn of a long chat, the slowest part of such a turn; resident it holds about 3 KB as
+    .py, about 1 KB from ROMFS). No collection and no free-heap count before the call: the turn's
     garbage is collected as the call needs room, and ``gc.mem_free`` walks the whole
     heap (2 ms of a 2 MB heap's CPU). Only a heap under ``_AGENT_COMPACT_ROOMY_BYTES``
     (measured once) is collected and counted first: with less than
