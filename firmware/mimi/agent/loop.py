@@ -55,7 +55,6 @@ from mimi.tools import registry
 import mimi.llm as llm
 from mimi.llm import usage
 
-
 # Tunables (config.py holds those shared by several modules and the settings).
 _AGENT_POLL_MS = const(500)  # how long run() waits on the inbound queue between stop checks
 _AGENT_NOTE_AFTER_ROUNDS = const(3)  # tool rounds before the one progress note...
@@ -363,16 +362,17 @@ def _summarised(key):
 def _compact(key, provider, full):
     """Bring the summary of chat ``key`` up to date when due: at most every
     ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
-    window (``full``); never raises. ``compact`` is loaded by ``warm`` at init (here when it was
-    not) and stays (issue 17: unloaded after each use, it was compiled again every fifth
-    turn of a long chat, the slowest part of such a turn; resident it holds about 3 KB as
-    .py, about 1 KB from ROMFS). No collection and no free-heap count before the call: the turn's
-    garbage is collected as the call needs room, and ``gc.mem_free`` walks the whole
-    heap (2 ms of a 2 MB heap's CPU). Only a heap under ``_AGENT_COMPACT_ROOMY_BYTES``
-    (measured once) is collected and counted first: with less than
-    ``_AGENT_COMPACT_MIN_FREE_BYTES`` free the summary is skipped, as the next turn
-    matters more (a summary that failed for memory there split the heap until turns
-    failed too). A summary that runs out of memory anyway is skipped and logged."""
+    window (``full``); never raises. ``compact`` is loaded by ``warm`` at init (here
+    when it was not) and stays (issue 17: unloaded after each use, it was compiled again
+    every fifth turn of a long chat, the slowest part of such a turn; resident it holds
+    about 3 KB as .py, about 1 KB from ROMFS). A heap under ``_AGENT_COMPACT_ROOMY_BYTES``
+    (its size measured once, at the first summary) is collected and counted first: with
+    less than ``_AGENT_COMPACT_MIN_FREE_BYTES`` free the summary is skipped, as the next
+    turn matters more (a summary that failed for memory there split the heap until turns
+    failed too). A larger heap (the board's 2 MB) is neither: ``gc.mem_free`` walks the
+    whole heap (about 2 M instructions at 2 MB), and the turn's garbage is collected when
+    the call needs room. A summary that runs out of memory anyway is skipped and logged.
+    """
     if not _summarised(key):
         return
     if len(_turns) > 16 and key not in _turns:
