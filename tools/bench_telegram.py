@@ -42,6 +42,22 @@ t("split, %d-byte reply" % len(reply16k), lambda: f.split(reply16k), 20)
 t("split + md_to_html of every chunk, 16 KB", lambda: [f.md_to_html(c) for c in f.split(reply16k)], 10)
 t("fix_surrogates, 400 emoji from JSON escapes", lambda: f.fix_surrogates(emoji), 20)
 t("utf16_len, 16 KB", lambda: f.utf16_len(reply16k), 20)
+# A poll answer holding one update (a reply to a long message), read through the pruner in
+# 512-byte pieces as telegram.updates does: the bytes parsed per update (issue 17).
+from mimi.channels import tgupdate
+upd = {"update_id": 734519102, "message": {"message_id": 4821, "from": {"id": 5551234567, "is_bot": False,
+       "first_name": "Ann", "username": "annlee", "language_code": "en"}, "chat": {"id": 5551234567,
+       "first_name": "Ann", "type": "private"}, "date": 1765000000, "text": "could you switch the porch light on?",
+       "reply_to_message": {"message_id": 4820, "from": {"id": 7000000001, "is_bot": True, "first_name": "mimi"},
+       "chat": {"id": 5551234567, "type": "private"}, "date": 1764999000, "text": "Good morning! \u00e9\n" * 30},
+       "entities": [{"offset": 0, "length": 5, "type": "bold"}]}}
+poll = json.dumps({"ok": True, "result": [upd]}).encode()
+pbuf = bytearray(16384)
+def prune():
+    pr = tgupdate.Pruner(pbuf)
+    for i in range(0, len(poll), 512):
+        pr.feed(memoryview(poll)[i:i + 512])
+t("tgupdate.Pruner, a %d-byte poll answer" % len(poll), prune, 50)
 '''
 
 APP = r'''

@@ -26,9 +26,11 @@ keep = [0]
 def visible(text):
     """``text`` with its control characters shown, not obeyed: ESC as ``\\x1b``, CR as
     ``\\r`` (line breaks and tabs stay), C1 controls (U+0080-U+009F) and DEL likewise."""
-    text = str(text)
-    if not text or " " <= min(text) and max(text) < "\x7f":
-        return text  # the usual case, a line of printable ASCII: looked at in C, nothing allocated
+    if not isinstance(text, str):
+        text = str(text)
+    b = seam.as_bytes(text)  # its bytes: min() of the str made each character a string (issue 17)
+    if not b or 32 <= min(b) and max(b) < 127:
+        return text  # the usual case, a line of printable ASCII: nothing allocated
     for ch in text:
         if ch < " " and ch != "\n" and ch != "\t" or "\x7f" <= ch <= "\x9f":
             break

@@ -38,13 +38,15 @@ _OWNER = const(0)
 _PERSON = const(1)
 _GROUP = const(2)
 _CHATS_DIR = const("/data/chats")  # a chat's own folder: /data/chats/tg_<id>/
+_area = [(None, None)]  # (chat, folder) that area() made last
 
 # -- who --------------------------------------------------------------------------------
 
 
 def chat_of(turn):
     """The chat a turn acts for (str): the chat that made a job (``by``), else its chat."""
-    return str(turn.get("by") or turn.get("chat_id") or "")
+    c = turn.get("by") or turn.get("chat_id") or ""
+    return c if isinstance(c, str) else str(c)  # MicroPython's str() of a str is a copy (issue 17)
 
 
 def role(turn):
@@ -73,10 +75,15 @@ def role(turn):
 def area(turn):
     """The folder of a chat's own notes: ``/data/chats/tg_555`` (a group's ``tg_-100123``, a
     Feishu chat's ``fs_ou_...``)."""
+    c = chat_of(turn)
+    last = _area[0]
+    if c == last[0]:  # this turn's chat again: a turn asks several times (issue 17)
+        return last[1]
     from mimi.storage import sessions
 
-    c = chat_of(turn)
-    return _CHATS_DIR + "/" + sessions.key_for("feishu" if c[:3] == "fs_" else "telegram", c)
+    a = _CHATS_DIR + "/" + sessions.key_for("feishu" if c[:3] == "fs_" else "telegram", c)
+    _area[0] = (c, a)  # one tuple, replaced whole: safe from two threads
+    return a
 
 
 def memory_dir(turn):

@@ -13,6 +13,7 @@ Everything else in ``firmware/`` imports what differs from here: paths, clocks, 
 the settings store, sockets and TLS, pins, watchdog, heap figures, WiFi, NTP, reset.
 """
 import gc
+import json
 import os
 import sys
 import time
@@ -42,6 +43,10 @@ _EPOCH_OFFSET = 946684800 if time.gmtime(0)[0] == 2000 else 0
 
 # The host folder that plays the flash ('' on the device); real_path("") reads it.
 _root = "" if _RT == "esp32" else (os.getenv("MIMI_FLASH") or "flash").rstrip("/")
+
+
+_real = [(None, None, None)] * 4  # (device path, real path, root) that real_path kept last
+_real_at = [0]
 
 
 def set_flash_root(path):
@@ -76,10 +81,17 @@ def real_path(path):
     link under ``/data`` is refused, wherever it leads (``mimi.links``, which lists folders
     only when they changed).
     """
+    if _RT == "esp32" or _links is None:  # no link check to make: a kept answer stands
+        for last in _real:  # the same few files again: a turn asks two dozen times (issue 17)
+            if path == last[0] and last[2] is _root:
+                return last[1]
     p = _root + path
     if path[:5] != "/data" or path[5:6] not in ("", "/"):
         return p
-    if _RT == "cpython":
+    if _RT == "esp32" or _RT == "unix" and _links is None:  # no link check: the answer can be kept
+        i = _real_at[0] = (_real_at[0] + 1) % len(_real)
+        _real[i] = (path, p, _root)  # one tuple in a fixed list, replaced whole: safe from two threads
+    elif _RT == "cpython":
         data = os.path.realpath(_root + "/data")
         r = os.path.realpath(p)
         if r != data and not r.startswith(data + os.sep):
@@ -609,8 +621,6 @@ def as_bytes(x):
 
 def loads_view(mv):
     """``json.loads`` of a memoryview slice (MicroPython parses it in place; CPython copies)."""
-    import json
-
     return json.loads(bytes(mv) if _RT == "cpython" else mv)
 
 

@@ -42,7 +42,8 @@ the results back, at most ``AGENT_MAX_ROUNDS`` rounds; then reply on the bus.
   - The chat's summary (``mimi.agent.compact``) is in every turn's system prompt; after
     the reply, at most every ``_AGENT_COMPACT_EVERY_TURNS`` turns of a chat whose history
     is longer than the window, ``compact.update`` brings it up to date. ``compact`` is
-    imported only then (and on a full context): a short chat never loads it.
+    loaded at init (``warm``) when the setting is on, else on a full context, and stays
+    (issue 17: unloaded after each use, it was compiled again inside a turn each time).
 """
 import os
 
@@ -64,7 +65,8 @@ _AGENT_REASONING_MAX_BYTES = const(4096)  # DeepSeek's reasoning_content kept on
 _AGENT_REPEAT_MAX = const(3)  # the same call this often within the window is not run
 _AGENT_REPEAT_WINDOW = const(20)  # calls of a turn looked back on
 _AGENT_COMPACT_EVERY_TURNS = const(5)  # one summary call per this many turns of a chat, at most
-_AGENT_COMPACT_MIN_FREE_BYTES = const(49152)  # free heap a summary needs (loading compact, its request)
+_AGENT_COMPACT_MIN_FREE_BYTES = const(49152)  # free heap a summary needs (its request, its reply)
+_AGENT_COMPACT_ROOMY_BYTES = const(524288)  # a GC heap this large is not counted before a summary
 
 _TAG = const("agent")
 # what the user (or, for tool errors, the model) reads, by key (``llm.pick``: one string, RAM)
@@ -79,6 +81,21 @@ _MSG = const("|llm Sorry, I could not answer: %s.|mem Sorry, out of memory. Try 
              "archives in /data/sessions/archive can be deleted.]|")
 _unsaved = [None]  # the first failed session write of this turn (the agent runs one turn at a time)
 _turns = {}  # session key -> turns since its last summary check (RAM: after a reboot, checked at once)
+_heap = [None]  # the GC heap's size in bytes, measured at the first summary (0: the runtime cannot say)
+_hw = []  # [(fastpath, retrieval)]: the hardware parts (mimi.hw) once imported, (None, None) without them
+
+
+def _hw_parts():
+    """``(fastpath, retrieval)`` from ``mimi.hw``, imported at the first call (not when this
+    module is: ``app.init`` loads modules one by one) and kept: an import in every turn
+    cost it a search of the name pool (issue 17)."""
+    if not _hw:
+        try:
+            from mimi.hw import fastpath, retrieval
+        except ImportError:
+            fastpath = retrieval = None
+        _hw.append((fastpath, retrieval))
+    return _hw[0]
 
 
 def denied_groups(msg):
@@ -94,15 +111,15 @@ def denied_groups(msg):
 
 def warm(context):
     """Make, at init, what a turn keeps between turns: the provider and its HTTP client,
-    the day's token count, the skills index, the datasheet index and its chunk buffer
-    (one system prompt is built for a made-up message). Made during the first turn, each
+    the day's token count, compaction's module (setting ``compact`` on), the skills
+    index, the datasheet index and its chunk buffer (one system prompt is built for a
+    made-up message). Made during the first turn, each
     would land in the middle of the free heap and split it for good (docs/heap.md)."""
     llm.current()
     usage.today()
-    try:
-        from mimi.hw import retrieval
-    except ImportError:
-        retrieval = None
+    if config.get("compact") != "off":  # compaction's module, kept once loaded: not compiled inside a turn
+        from mimi.agent import compact  # noqa: F401
+    retrieval = _hw_parts()[1]
     context.build({"channel": "cli", "chat_id": "0", "session": "warm"}, retrieval and (
         lambda room: retrieval.for_message("led pin", min(room, _AGENT_HW_NOTES_BYTES))))
 
@@ -198,11 +215,8 @@ class Agent:
                 return note
         if not text.strip():
             return llm.pick(_MSG, "text")
-        try:  # the hardware parts (mimi.hw), when installed
-            from mimi.hw import fastpath, retrieval
-        except ImportError:
-            fastpath = retrieval = None
-        out = fastpath and fastpath.try_handle(msg)
+        fastpath, retrieval = _hw_parts()
+        out = fastpath and fastpath.try_handle(msg, denied_groups(msg))
         if out is not None:
             _save(key, {"role": "user", "content": text})
             _save(key, {"role": "assistant", "content": out})
@@ -348,13 +362,17 @@ def _summarised(key):
 def _compact(key, provider, full):
     """Bring the summary of chat ``key`` up to date when due: at most every
     ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
-    window (``full``); never raises. ``compact`` is unloaded again after it: in between,
-    its code would hold about 3 KB of a small heap (a package of .py files: ``python -m
-    host_sim bench``'s 500-turn soak in 256 KB ran out of memory with it resident; from
-    ROMFS, as flash.sh deploys it, the code stays in flash and loading it is cheap). A
-    heap with less than ``_AGENT_COMPACT_MIN_FREE_BYTES`` free skips this summary: the
-    next turn matters more (in that soak, trying anyway, compiling compact.py failed and
-    its garbage split the heap until turns failed too)."""
+    window (``full``); never raises. ``compact`` is loaded by ``warm`` at init (here
+    when it was not) and stays (issue 17: unloaded after each use, it was compiled again
+    every fifth turn of a long chat, the slowest part of such a turn; resident it holds
+    about 3 KB as .py, about 1 KB from ROMFS). A heap under ``_AGENT_COMPACT_ROOMY_BYTES``
+    (its size measured once, at the first summary) is collected and counted first: with
+    less than ``_AGENT_COMPACT_MIN_FREE_BYTES`` free the summary is skipped, as the next
+    turn matters more (a summary that failed for memory there split the heap until turns
+    failed too). A larger heap (the board's 2 MB) is neither: ``gc.mem_free`` walks the
+    whole heap (about 2 M instructions at 2 MB), and the turn's garbage is collected when
+    the call needs room. A summary that runs out of memory anyway is skipped and logged.
+    """
     if not _summarised(key):
         return
     if len(_turns) > 16 and key not in _turns:
@@ -363,24 +381,26 @@ def _compact(key, provider, full):
     _turns[key] = 0 if n >= _AGENT_COMPACT_EVERY_TURNS and full else n
     if _turns[key]:
         return
-    seam.collect()
-    free = seam.mem_free()
-    if free is not None and free < _AGENT_COMPACT_MIN_FREE_BYTES:
-        log.warn(_TAG, "%s: no summary: %d B free", key, free)
-        return
-    import sys
-
+    if _heap[0] is None:
+        seam.collect()
+        free = seam.mem_free()
+        _heap[0] = free + seam.mem_alloc() if free is not None else 0
+    if _heap[0] and _heap[0] < _AGENT_COMPACT_ROOMY_BYTES:
+        seam.collect()
+        free = seam.mem_free()
+        if free < _AGENT_COMPACT_MIN_FREE_BYTES:
+            log.warn(_TAG, "%s: no summary: %d B free", key, free)
+            return
     try:
         from mimi.agent import compact
 
         compact.update(key, provider)
+    except MemoryError:  # its garbage first: the line logged needs room too
+        compact = None
+        seam.collect()
+        log.warn(_TAG, "%s: no summary: no mem", key)
     except Exception as e:  # noqa: BLE001 - a summary is a bonus: the chat goes on without it
         log.warn(_TAG, "%s: no summary: %s", key, getattr(e, "user_message", None) or repr(e))
-    compact = None
-    sys.modules.pop("mimi.agent.compact", None)
-    import mimi.agent
-
-    mimi.agent.__dict__.pop("compact", None)
 
 
 def _reasoned(m, think):

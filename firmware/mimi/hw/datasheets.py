@@ -57,10 +57,14 @@ def index():
     # one with very many sections, must not push out the board's own pins and aliases.
     mine = (config.get("board") or "").lower(), "generic"
     try:
-        names = sorted(os.listdir(folder))
-        for n in [n for n in names if _mine(n, mine)] + [n for n in names if not _mine(n, mine)]:
+        first, rest = [], []
+        for n in sorted(os.listdir(folder)):  # each name looked at once: every turn asks twice (issue 17)
+            low = n.lower()
+            if low.endswith((".md", ".txt")):
+                (first if _mine(low, mine) else rest).append(n)
+        for n in first + rest:
             st = os.stat(folder + "/" + n)
-            if n.lower().endswith((".md", ".txt")) and not st[0] & 0x4000:
+            if not st[0] & 0x4000:
                 if len(stamp) < config.HW_MAX_FILES:
                     stamp.append((n, st[6], st[8]))
                 else:

@@ -62,6 +62,8 @@ def parse(text, known):
     act = w and (w.pop(0) if w[0] in ("on", "off", "toggle") else w.pop() if w[-1] in ("on", "off") else None)
     if act and "_".join(w) in known:
         return (act, "_".join(w), False)
+    if len(t.encode()) == len(t):  # ASCII: none of the Chinese verbs below can be in it
+        return None
     # Chinese: polite words and 把 off the front, particles off the end, then the verb
     s = "".join(t.split())
     for x in "。！!，,.~～":

@@ -190,7 +190,9 @@ def for_message(text, budget_bytes, max_chunks=_HW_RAG_MAX_CHUNKS):
         al = ix[3].get(bd, {})
         for a in sorted(al):
             # named: a non-latin alias as written; a latin one when its words are words of the message
-            hit = a in low or a.replace("_", "") in low if max(a) > "\x7f" else " %s " % a.replace("_", " ") in words
+            # non-latin: more bytes than characters (max(a) made each character a string: issue 17)
+            hit = a in low or a.replace("_", "") in low if len(seam.as_bytes(a)) > len(a) else \
+                " %s " % a.replace("_", " ") in words
             if not hit or a in seen:
                 continue
             pin, kind = al[a]

@@ -55,7 +55,7 @@ from mimi import seam
 from mimi.llm import LLMError
 from mimi.tools import registry
 
-_SLICE = const(512)  # bytes of the system prompt escaped per json.dumps call
+_SLICE = const(1024)  # bytes of the system prompt escaped per json.dumps call
 _ERR_MSG_MAX = const(160)  # characters of a server's own error message shown to the user
 # stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
 # the usage fields that count as input (Anthropic's cached ones included) and as output
@@ -327,8 +327,7 @@ def parse(d, protocol, name, esc=True, tools=None):
         if text or calls:
             break
     if tools and not calls and protocol != "anthropic" and text:
-        from mimi.llm import textcalls
-
+        textcalls = _textcalls()
         if textcalls.has_markup(text):
             text, calls = textcalls.extract(text, tools)
             if calls:
@@ -388,6 +387,19 @@ def _body_error(d, name):
     log.warn("llm", "%s: %s", name, guard.redact(msg))
     return LLMError("%s reported an error%s%s" % (name, " (%d)" % code if code else "", guard.reason(msg)), code or 200,
                     code in (408, 429) or (code or 0) >= 500)
+
+
+def _textcalls():
+    """``mimi.llm.textcalls``, imported at the first text reply with tools and kept (an
+    import in every such reply cost a search of the name pool: issue 17)."""
+    if not _tc:
+        from mimi.llm import textcalls
+
+        _tc.append(textcalls)
+    return _tc[0]
+
+
+_tc = []
 
 
 def json_text(write, data):

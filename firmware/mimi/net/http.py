@@ -116,6 +116,9 @@ def sweep(idle_ms=_HTTP_KEEP_IDLE_MS):
 
 def parse_url(url):
     """Split ``http[s]://host[:port]/path?q`` into ``(tls, host, port, path)``; ``ValueError`` if bad."""
+    last = _parsed[0]
+    if last[1] and url == last[0]:  # the same URL again (each part was a new string: issue 17)
+        return last[1]
     tls = url.startswith("https://")
     if not tls and not url.startswith("http://"):
         raise ValueError(_BAD_URL)
@@ -134,7 +137,12 @@ def parse_url(url):
         host = host[1:-1]
     if not host or "@" in host:
         raise ValueError(_BAD_URL)
-    return tls, host, port, path
+    out = tls, host, port, path
+    _parsed[0] = (url, out)  # one tuple, replaced whole: safe from two threads
+    return out
+
+
+_parsed = [(None, None)]  # (url, parse_url's answer) made last
 
 
 def request(*args, **kw):

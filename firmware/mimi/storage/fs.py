@@ -43,6 +43,12 @@ _rename = os.rename
 _remove = os.remove
 
 _lock = seam.allocate_lock()  # one writer at a time: temp names are per file, not per thread
+# The last paths ``check`` passed as they were (already normal): a turn checks the same
+# few (its session file most) a dozen times or more, and a list search is one C loop
+# (issue 17). Only normal paths are kept, so a hit returns what the full check would; a
+# fixed list whose slots are overwritten in turn: safe from two threads without a lock.
+_checked = [None, None, None, None]
+_checked_at = [0]
 
 
 class PathError(ValueError):
@@ -68,6 +74,8 @@ def check(path):
     """
     if not isinstance(path, str):
         raise PathError(pick(_MSG, "text"))
+    if path in _checked:
+        return path
     if not path.strip():
         raise PathError(pick(_MSG, "empty"))
     ascii = True
@@ -93,6 +101,8 @@ def check(path):
                 break
             k = j
         else:
+            i = _checked_at[0] = (_checked_at[0] + 1) % len(_checked)
+            _checked[i] = path
             return path
     if path[0] == "/":
         if path != data and not path.startswith(data + "/"):

@@ -57,6 +57,7 @@ _win = [None, 0, []]  # the entries are (message, line bytes, line's byte offset
 report = {"torn": 0, "malformed": 0, "oversize": 0, "repaired": 0, "start": 0}  # the last load; start: its
 # first message's byte offset in the file (0 for none)
 _FORGET = const("forget")  # the role of the marker line after a refused turn
+_path = [(None, None)]  # (key, path) that path_for made last
 
 
 def _safe(text):
@@ -80,17 +81,24 @@ def key_for(channel, chat_id):
     # telegram and heartbeat are shortened; others (cli, cron) keep their name; a Feishu
     # chat id names its channel already ("fs_ou_...": the key is the id), as a LAN gateway
     # chat's does ("ws_<its chat_id>", mimi.web.gateway)
+    if not isinstance(chat_id, str):  # MicroPython's str() of a str is a copy (issue 17)
+        chat_id = str(chat_id)
     if channel == "feishu" or channel == "gateway":
-        return _safe(str(chat_id))[:_KEY_MAX]
+        return _safe(chat_id)[:_KEY_MAX]
     prefix = "tg" if channel == "telegram" else "hb" if channel == "heartbeat" else _safe(str(channel))[:8]
-    return (prefix + "_" + _safe(str(chat_id)))[:_KEY_MAX]
+    return (prefix + "_" + _safe(chat_id))[:_KEY_MAX]
 
 
 def path_for(key):
     """``/data/sessions/<key>.jsonl``; ``ValueError`` for a key ``key_for`` would not make."""
+    last = _path[0]
+    if key == last[0]:  # this turn's chat again: a turn asks a dozen times (issue 17)
+        return last[1]
     if not key or len(key) > _KEY_MAX or _safe(key) != key:
         raise ValueError("bad session key: %r" % (key,))
-    return config.SESSIONS_DIR + "/" + key + _SUFFIX
+    p = config.SESSIONS_DIR + "/" + key + _SUFFIX
+    _path[0] = (key, p)  # one tuple, replaced whole: safe from two threads
+    return p
 
 
 def summary_path(key):
@@ -183,8 +191,10 @@ def append(key, msg):
         keep = w[0] == rp and w[1] == (size or 0) and line[0] != "\n"
         w[0] = None  # unknown until the write is done
         fs.append(p, line)
-        _tail[0], _tail[1] = p, fs.size(p)  # a stat: cheaper than reading the last byte back next time
         ln = len(seam.as_bytes(line)) - 1  # the line's bytes without its newline, as load counts them
+        # the size the append left, counted rather than asked of the file system (issue 17);
+        # the next append's stat still sees any other change of the file
+        _tail[0], _tail[1] = p, (size or 0) + ln + 1
         if keep and ln <= config.SESSION_LINE_MAX_BYTES:  # else load shows a stand-in: read it from flash
             got = w[2]
             got.append((m, ln, size or 0))  # the stored copy (JSON's own types: what load would parse back)
@@ -334,11 +344,11 @@ def load(key, n=None, budget=None):
         report[k] = 0
     p = path_for(key)
     rp = seam.real_path(p)  # the file itself: tests point the firmware at other flash folders
-    if usual:
+    if usual or (n < _AGENT_HISTORY_MSGS and budget == _SESSION_WINDOW_MAX_BYTES):  # a shorter one is inside it
         with _lock:
             w = _win
             if w[0] == rp and w[1] == (fs.size(p) or 0):
-                return _window(w[2], n, budget)
+                return _window(w[2], n, budget, usual)
     try:
         f, size = fs.open_read(p)
     except fs.NotFound:
@@ -408,10 +418,11 @@ def load(key, n=None, budget=None):
     return _finish(key, got, offs)
 
 
-def _window(entries, n, budget):
+def _window(entries, n, budget, trim=True):
     """``load``'s window from the kept ``[(message, line bytes)]``, as it would read them
     back from flash: newest first until ``n`` (then on to a question, at most ``2 n``) or
-    the ``budget``."""
+    the ``budget``. ``trim``: drop the entries older than the window (the usual window
+    only; a shorter one, such as compaction's, leaves them for the next turn)."""
     got = []
     offs = []
     used = 0
@@ -434,7 +445,8 @@ def _window(entries, n, budget):
         offs.append(at)
         if len(got) >= n and (m.get("role") == "user" or len(got) >= 2 * n):
             break
-    del entries[:j]  # older ones: no later load reaches them (appends only move the start on)
+    if trim:
+        del entries[:j]  # older ones: no later load reaches them (appends only move the start on)
     got.reverse()
     offs.reverse()
     return _finish(None, got, offs)
