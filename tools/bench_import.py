@@ -44,6 +44,10 @@ OPTIONAL += (" mimi.web mimi.web.auth mimi.web.server mimi.web.gateway mimi.web.
 # The setup portal: loaded in the portal mode, instead of the app (or beside it once WiFi
 # has been down for minutes); docs/heap.md "Setup portal" has its figures.
 OPTIONAL += " mimi.web.portal mimi.web.setup_form mimi.net.captive_dns"
+# The web app's other routes (loaded with it, only while a web password is set): MCP for
+# desktop agents; updates over WiFi, whose writing and checking modules load at the first
+# upload (mimi.ota itself, read by /status, stays budgeted).
+OPTIONAL += " mimi.mcp mimi.web.mcp_route mimi.web.update_route mimi.ota_image mimi.ota_firmware mimi.ota_flash"
 
 
 def main(heap="256K"):

@@ -1,5 +1,5 @@
 """``python -m host_sim bench``: the board side runs the firmware's turns under micropython;
-500 turns fit in a 328 KB heap as .py files, and in 256 KB from the ROMFS image."""
+500 turns fit in a 336 KB heap as .py files, and in 256 KB from the ROMFS image."""
 import os
 import subprocess
 import sys
@@ -33,7 +33,7 @@ def _soak(fake, heap):
     return r
 
 
-def test_500_turns_run_in_a_328k_heap_without_running_out_of_memory(fake):
+def test_500_turns_run_in_a_336k_heap_without_running_out_of_memory(fake):
     # Issue 2's budget was 256 KB on this 64-bit port; the package of issues 12-17 holds
     # about 254 KB after init as .py files here (a 32-bit MicroPython as the chip's needs
     # far less; the chip's heap lives in PSRAM). What limits it is init, not the turns:
@@ -41,9 +41,11 @@ def test_500_turns_run_in_a_328k_heap_without_running_out_of_memory(fake):
     # free block is a few KB (micropython.mem_info()), so a few hundred bytes more before
     # them tip it. Measured: main before issues 17 and 18 started in 320 KB but not in
     # 312 KB; issue 18's rules and issue 17's per-turn caches (about 2 KB more code as .py)
-    # each needed 324-328 KB. From ROMFS, as deploy ships the package, 256 KB is ample (the
+    # each needed 324-328 KB; with both (and the web, MQTT and update settings) init fails
+    # at 328 KB and passes at 332 KB: 336 KB keeps one step of margin. From ROMFS, as
+    # deploy ships the package, 256 KB is ample (the
     # next test).
-    _soak(fake, "328K")
+    _soak(fake, "336K")
 
 
 def test_from_its_romfs_image_the_package_leaves_a_256k_heap_far_more_room(fake, tmp_path):
