@@ -156,9 +156,9 @@ def parser():
                    help="MicroPython heap size (default %s, a board with 2 MB PSRAM)" % launcher.HEAP_DEFAULT)
     v.add_argument("--boot", action=argparse.BooleanOptionalAction, default=True,
                    help="run /boot.py and /main.py at each power-on, as a board does (default); --no-boot: only the REPL")
-    v.add_argument("--romfs-kb", type=_romfs_kb, default=512,
+    v.add_argument("--romfs-kb", type=_romfs_kb, default=1024,
                    help="its ROMFS partition in KiB, as tools/flash.sh flash makes it on a MicroPython with ROMFS "
-                        "(default 512; held in the process's heap, which gets that much more than --heap); 0: a "
+                        "(default 1024; held in the process's heap, which gets that much more than --heap); 0: a "
                         "MicroPython without ROMFS, as the micropython.org builds (no vfs.rom_ioctl)")
     t = sub.add_parser("console", help="a terminal on a REPL served on TCP (the vboard); Ctrl-] quits", formatter_class=raw,
                        description=_d("A terminal on a REPL served on TCP (the virtual board, or a board behind a TCP "

@@ -29,6 +29,10 @@ API_KEY = "sk-FAKE-sim-key"
 BOOT_TIMEOUT_S = 60
 
 
+# The person's own settings the offline chat's board keeps (README, "The web app and the
+# chat gateway"): they name no account the fakes stand in for.
+PASSED = ("MIMI_WEB_PASSWORD", "MIMI_WEB_PORT", "MIMI_GATEWAY_PORT", "MIMI_WEB_HOST", "MIMI_MQTT_URL", "MIMI_TZ")
+
 class Sim:
     """Fakes + one board process. ``start()``; ``reboot()``; ``stop()``."""
 
@@ -70,8 +74,10 @@ class Sim:
 
     def env(self):
         """The board's environment: ours without any ``MIMI_*`` setting, plus the fakes' settings
-        (``MIMI_MICROPYTHON``, the binary, is no setting: it stays)."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MIMI_") or k == hostenv.MICROPYTHON_VAR}
+        (``MIMI_MICROPYTHON``, the binary, is no setting: it stays; nor are those of
+        ``PASSED``, which the fakes do not replace: the web app, the gateway, MQTT)."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("MIMI_") or k == hostenv.MICROPYTHON_VAR or k in PASSED}
         env.update(MIMI_TG_TOKEN=TOKEN, MIMI_TG_API_BASE=self.tg.url, MIMI_PROVIDER=self.provider,
                    MIMI_API_KEY=API_KEY, MIMI_MODEL=self.model, MIMI_LLM_BASE_URL=self.llm.base_url,
                    MIMI_ALLOWED_CHATS=",".join(str(c) for c in self.allowed), PYTHONUNBUFFERED="1",

@@ -41,7 +41,7 @@ from host_sim import hostenv
 
 _QUICKACK = getattr(socket, "TCP_QUICKACK", 0)  # Linux only; it lasts until the next delayed ACK
 PRELUDE = os.path.join(hostenv.ROOT, "host_sim", "vboard_prelude.py")
-ROMFS_BYTES = 512 * 1024  # the romfs partition tools/flash.sh flash makes (romfs.bin in DIR)
+ROMFS_BYTES = 1024 * 1024  # the romfs partition tools/flash.sh flash makes (romfs.bin in DIR)
 
 
 def log(msg):

@@ -147,7 +147,10 @@ class _RomPartition:
             offset, n = (0, args[1]) if len(args) == 2 else (args[1], args[2])
             if offset < 0 or offset + n > len(self.mem):
                 return -22
-            self.mem[offset:offset + n] = b"\xff" * n
+            ff = b"\xff" * self.BLOCK  # a sector at a time: the partition is in this heap too
+            for at in range(offset, offset + n, self.BLOCK):
+                k = min(self.BLOCK, offset + n - at)
+                self.mem[at:at + k] = ff[:k]
             self._save(offset, n)
             return self.BLOCK
         if op == 4:  # (id, offset, buf)

@@ -29,7 +29,8 @@
 # (https://docs.micropython.org/en/latest/esp32/tutorial/intro.html), or a build with
 # ROMFS (boards/MIMI_ESP32_S3_ROMFS). When the firmware has ROMFS (vfs.rom_ioctl in the
 # image), flash rewrites the image's partition table (at 0x8000 of that merged image)
-# with tools/partitions.py: a data partition "romfs" of 512 KiB, which MicroPython
+# with tools/partitions.py: a data partition "romfs" of 1 MiB (two update slots; 512 KiB
+# where the flash has no room for it), which MicroPython
 # (1.25+) mounts at /rom, running .mpy files there in place (half the heap). On the 1.26+
 # tables (no vfs entry: the port makes the file system at boot after the last partition)
 # it goes after the app, and the file system after it; on older ones it is cut from the
@@ -250,7 +251,14 @@ PYEOF
         local only=(--if-supported)
         [ "$romfs" = 2 ] && only=()
         rc=0
-        out="$("$PYTHON" "$ROOT/tools/partitions.py" "$bin" --romfs-kb 512 -o "$FLASH_TMP" ${only[@]+"${only[@]}"})" || rc=$?
+        # 1 MiB: two slots of the package for updates over WiFi (docs/updates.md); where the
+        # file system would keep less than 1 MiB after it, one 512 KiB image (no second slot).
+        out="$("$PYTHON" "$ROOT/tools/partitions.py" "$bin" --romfs-kb 1024 -o "$FLASH_TMP" ${only[@]+"${only[@]}"} 2>/dev/null)" || rc=$?
+        if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then
+            rc=0
+            out="$("$PYTHON" "$ROOT/tools/partitions.py" "$bin" --romfs-kb 512 -o "$FLASH_TMP" ${only[@]+"${only[@]}"})" || rc=$?
+            [ "$rc" = 0 ] && echo "(No room for a 1 MiB romfs partition beside a 1 MiB file system: 512 KiB, which holds the package but no second copy, so updates over WiFi need deploy --files.)"
+        fi
         case "$rc" in
             0) printf '%s\n' "$out" | grep -v '^Written: '
                romfs_at="$(printf '%s\n' "$out" | sed -n 's/^romfs: //p')"

@@ -39,6 +39,7 @@ import sys
 TABLE_OFFSET = 0x8000  # ESP-IDF's default CONFIG_PARTITION_TABLE_OFFSET, MicroPython's too
 TABLE_BYTES = 0xC00
 ROMFS_BYTES = 0x80000  # 512 KiB: the package as .mpy with room to grow
+FLASH_ROMFS_BYTES = 0x100000  # what tools/flash.sh flash asks for first: two slots of the package (docs/updates.md)
 MIN_FS_BYTES = 0x100000  # what the filesystem (/data, settings files) keeps at least
 SECTOR_BYTES = 0x1000  # flash erase unit; data partitions start and end on one
 # Byte 3 of the image header (at 0x0), high nibble: the flash size the image was built

@@ -235,7 +235,8 @@ def run(text_, channel, chat_id):
         return text(name)
     if name == "status":
         return status()
-    if name in ("model", "provider") and arg and channel != "cli" and str(chat_id) != owner():
+    if name in ("model", "provider") and arg and channel not in ("cli", "gateway") and str(chat_id) != owner():
+        # the console and the LAN gateway (its password is the owner's: docs/security.md) are the owner
         return text("owner_only", name)  # board-wide settings: the owner's
     if name == "model":
         return model(arg)

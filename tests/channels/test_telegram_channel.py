@@ -38,7 +38,7 @@ def test_hello_registers_the_commands_and_starts_polling():
     b, api, tg, now = setup()
     assert [m for m, _ in api.calls[:2]] == ["getMe", "setMyCommands"]
     cmds = api.calls[1][1]["commands"]
-    assert [c["command"] for c in cmds] == ["start", "help", "new", "status", "model", "provider", "memory"]
+    assert [c["command"] for c in cmds] == ["start", "help", "new", "status", "model", "provider", "memory", "rules"]
     assert len(api.polls) == 1 and api.polls[0].offset == 0 and api.polls[0].limit == config.TG_POLL_LIMIT
 
 

@@ -246,9 +246,9 @@ def test_flash_erases_then_writes_the_image_with_a_romfs_partition_at_offset_zer
     got, src = (tmp_path / "esptool.written").read_bytes(), image.read_bytes()
     assert len(got) == len(src) and got[:0x8000] == src[:0x8000] and got[0x8C00:] == src[0x8C00:]
     new = partitions.parse(got[0x8000:0x8C00])
-    assert new == partitions.with_romfs(esp_image.STOCK_8MIB)
-    assert (new[3].label, new[3].offset, new[3].size) == ("romfs", 0x200000, 0x80000)
-    assert ('ROMFS partition "romfs" at offset 0x200000, size 0x80000 (512 KiB): tools/flash.sh deploy puts '
+    assert new == partitions.with_romfs(esp_image.STOCK_8MIB, partitions.FLASH_ROMFS_BYTES)
+    assert (new[3].label, new[3].offset, new[3].size) == ("romfs", 0x200000, 0x100000)
+    assert ('ROMFS partition "romfs" at offset 0x200000, size 0x100000 (1024 KiB): tools/flash.sh deploy puts '
             "the package there.") in p.stdout
     assert "Written: " not in p.stdout  # the temporary file's name is no news to the user
     assert image.read_bytes() == src  # the download is left as it was
@@ -298,7 +298,7 @@ def test_flash_writes_a_firmware_without_romfs_as_it_is_unless_asked(tmp_path):
     assert "ROMFS partition" not in p.stdout, p.stdout
     p = flash_sh("--port", "/dev/ttyACM0", "flash", "--romfs", str(image), env=_env(ESPTOOL=esptool))
     new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
-    assert new == partitions.with_romfs(esp_image.STOCK_8MIB), p.stdout
+    assert new == partitions.with_romfs(esp_image.STOCK_8MIB, partitions.FLASH_ROMFS_BYTES), p.stdout
     assert "this MicroPython has no ROMFS: deploy will copy files" in p.stdout, p.stdout
 
 

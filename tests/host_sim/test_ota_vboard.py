@@ -1,4 +1,4 @@
-"""Updates over WiFi on the virtual board (the micropython runtime, a 512 KiB ROMFS
+"""Updates over WiFi on the virtual board (the micropython runtime, a 1 MiB ROMFS
 partition), end to end on the board's side: the image goes through ``mimi.ota_image``
 into the other half of the partition (``vfs.rom_ioctl``), ``mimi.ota.apply`` resets the
 board, ``/boot.py`` (``mimi_slot``) mounts the new half, the app reaches healthy and
@@ -94,7 +94,7 @@ def test_an_update_runs_is_confirmed_and_a_bad_one_rolls_back(tmp_path, images):
         # Confirmed, it stays across power cycles (each one a new process: a cold boot).
         assert _status(board) == "e2e-b (before: e2e-a)"
         rom = (flash / "romfs.bin").read_bytes()
-        half = 256 * 1024
+        half = 512 * 1024  # the other half of the 1 MiB partition
         assert rom[:len(images["a"])] == images["a"] and rom[half:half + len(images["b"])] == images["b"]
         for _ in range(2):
             n = board.read().count(b"[app] started")

@@ -202,7 +202,7 @@ def test_the_romfs_board_definition_has_the_table_flash_makes_from_the_stock_one
     subtypes = {"nvs": 0x02, "phy": 0x01, "factory": 0x00, "fat": 0x81}
     got = [(r[0], kinds[r[1]], subtypes.get(r[2]) if r[2] in subtypes else int(r[2], 16), int(r[3], 16),
             int(r[4], 16)) for r in rows]
-    table = P.table_of(P.patch_image(merged_image(STOCK_V128), P.ROMFS_BYTES))
+    table = P.table_of(P.patch_image(merged_image(STOCK_V128), P.FLASH_ROMFS_BYTES))
     assert got == [(e.label, e.type, e.subtype, e.offset, e.size) for e in table]
     with open(os.path.join(_BOARD, "sdkconfig.board")) as f:
         assert 'CONFIG_PARTITION_TABLE_CUSTOM_FILENAME="boards/MIMI_ESP32_S3_ROMFS/partitions-romfs.csv"' in f.read()

@@ -79,3 +79,18 @@ def test_unknown_unoffered_and_bad_arguments():
     assert SEEN == []  # none of them ran
     text, err = tools.call("read_file", {"path": "/data/none.md"})
     assert err and text.startswith("Error: read_file:")  # ran and failed: a result
+
+
+def test_a_rule_made_over_mcp_reports_to_the_owner_only():
+    # rule_add's own chat and its actions' targets are withheld, as cron_add's are: over
+    # MCP a rule cannot message, or prompt the agent in, another chat.
+    tools = _board()
+    for args in ({"when": {"every_s": 60}, "do": [{"message": "hi"}], "chat_id": "2002"},
+                 {"when": {"every_s": 60}, "do": [{"message": "hi"}], "channel": "feishu"},
+                 {"when": {"every_s": 60}, "do": [{"message": "hi", "chat_id": "2002"}]},
+                 {"when": {"every_s": 60}, "do": [{"prompt": "say hi", "chat_id": "-100555"}]}):
+        del SEEN[:]
+        assert support.raises(ValueError, tools.call, "rule_add", args), args
+        assert SEEN == []  # refused before the tool ran
+    tools.call("rule_add", {"id": "r1"})  # the stand-in: a rule without targets goes through
+    assert SEEN and SEEN[-1]["chat_id"] == "555"

@@ -95,7 +95,11 @@ def test_bad_fields_are_refused_and_nothing_secret_comes_back(portal):
     assert KEY not in body and "nope" not in body  # typed secrets are not written back
     assert portal.stored("tg_token") is None and portal.stored("key_custom") is None
     huge = {"csrf": _token(portal), "tg_token": "123:" + "a" * 20000}  # over microdot's 16 KB
-    assert call(portal, "POST", "/save", body=huge)[0] == 413
+    try:
+        status = call(portal, "POST", "/save", body=huge)[0]
+    except (ConnectionResetError, BrokenPipeError):  # refused and closed before all of it was sent
+        status = "reset"
+    assert status in (413, "reset")
     assert call(portal, "GET", "/")[0] == 200 and portal.stored("tg_token") is None  # and it serves on
 
 

@@ -205,12 +205,17 @@ class Gateway:
             m = json.loads(data)
             if not isinstance(m, dict):
                 raise ValueError("not an object")
-        except ValueError:
+        except Exception:  # noqa: BLE001 - ValueError; a nesting too deep for the parser is RecursionError/RuntimeError
             return await c.send({"type": "error", "content": "not a JSON object"})
         kind = m.get("type")
         if kind == "ping":
             return await c.send({"type": "pong", "ts": m.get("ts")})
         text = m.get("content")
+        if isinstance(text, str):
+            try:
+                text.encode()
+            except UnicodeError:  # a lone surrogate (\ud800): no text the chat's file could keep
+                text = None
         if kind != "message" or not isinstance(text, str):
             return await c.send({"type": "error", "content": 'expected {"type":"message","content":"..."}'})
         name = m.get("chat_id")

@@ -35,7 +35,7 @@ _MCP_TOOL_NAMES = ("get_current_time", "read_file", "list_dir", "read_section", 
                    "hardware_docs", "mqtt_publish", "i2c_scan")
 _MCP_TOOL_PREFIXES = ("gpio_", "sensor", "rule", "cron_")
 # Arguments a tool does not take over MCP: a reminder reports to the owner's chat only.
-_MCP_WITHHELD = {"cron_add": ("chat_id", "channel")}
+_MCP_WITHHELD = {"cron_add": ("chat_id", "channel"), "rule_add": ("chat_id", "channel")}
 _MCP_INSTRUCTIONS = const("mimi, a personal assistant on an ESP32-S3 board: its pins, sensors, rules, reminders "
                           "(they report to the owner's chat), and reading its files and memory notes under /data.")
 _TAG = const("mcp")
@@ -91,9 +91,23 @@ class BoardTools:
         for k in _MCP_WITHHELD.get(name, ()):
             if k in args:
                 raise ValueError("argument '%s' is not offered over MCP" % k)
+        _no_other_chat(name, args)
         registry.check(t, args)
         log.info(_TAG, "tool %s", name)
         return registry.execute(name, args, _ctx())
+
+
+def _no_other_chat(name, args):
+    """A rule made or tried over MCP reports to the owner's chat only, as a reminder does:
+    ``ValueError`` for a ``chat_id`` in its actions (a message or a prompt to another chat)."""
+    rule = args if name == "rule_add" else args.get("rule") if name == "rule_test" else None
+    if not isinstance(rule, dict):
+        return
+    if "chat_id" in rule or "channel" in rule:
+        raise ValueError("a rule made over MCP reports to the owner's chat: no chat_id")
+    for a in rule.get("do") or ():
+        if isinstance(a, dict) and "chat_id" in a:
+            raise ValueError("a rule made over MCP reports to the owner's chat: no chat_id in its actions")
 
 
 def routes(app, authorized=None):

@@ -187,7 +187,10 @@ def routes(app):
             return _refused()
         from mimi.storage import cronjobs
 
-        cronjobs.remove(request.form.get("id") or "")
+        try:
+            cronjobs.remove((request.form or {}).get("id") or "")
+        except ValueError:  # gone already (a one-off job that ran; another tab): the list shows what is
+            pass
         return Response.redirect("/reminders")
 
     @app.get("/files")
@@ -229,8 +232,8 @@ def routes(app):
             return _refused()
         from mimi.tools import files as ftools
 
-        path = request.form.get("path") or ""
-        text = (request.form.get("content") or "").replace("\r\n", "\n")
+        path = (request.form or {}).get("path") or ""
+        text = ((request.form or {}).get("content") or "").replace("\r\n", "\n")
         if not _may_edit(path):
             return _html("Edit", "<p>Not a file this page edits.</p>", request, "/files", 404)
         try:
@@ -266,8 +269,8 @@ def routes(app):
     async def settings_set(request):
         if not auth.csrf_ok(request):
             return _refused()
-        name = request.form.get("name") or ""
-        value = (request.form.get("value") or "").strip()
+        name = (request.form or {}).get("name") or ""
+        value = ((request.form or {}).get("value") or "").strip()
         if name not in config.SETTINGS or name in _HIDDEN:
             return await settings(request, "No setting %s." % name)
         if config.is_secret(name) and not value:

@@ -31,7 +31,9 @@ _WEB_CONNS_MAX = const(8)
 _WEB_BODY_MAX_BYTES = const(40960)  # a saved file (tools write up to 32 KB) with its form encoding
 _WEB_LOG_LINES = const(60)  # log lines kept for the log page once the web app runs
 _WEB_STOP_WAIT_MS = const(3000)
-_WEB_HEAD_TIMEOUT_S = const(10)  # a request's line and headers must come within this
+_WEB_HEAD_TIMEOUT_S = const(10)  # a request's line and headers must all come within this
+_WEB_HEAD_MAX_BYTES = const(8192)  # ... and be no longer (microdot caps neither: a hostile head filled the heap)
+_WEB_BODY_IDLE_S = const(10)  # a body (a form, an upload) may pause this long between reads
 _WEB_TRIES = const(3)  # loop failures (a port in use) before the web app gives up until restart
 
 state = {"apps": None, "gateway": None, "running": False, "stop": False, "error": None, "conns": 0}
@@ -69,12 +71,35 @@ def init(bus):
             except Exception as e:  # noqa: BLE001 - includes MemoryError: the others still work
                 seam.collect()
                 log.exc("web", "routes " + name, e)
+        _bounded(web)
         chat = Microdot()
         chat.route("/")(gw.route)
         state["apps"] = (web, chat)
         log.keep[0] = _WEB_LOG_LINES
         seam.collect()
     return state["gateway"]
+
+
+# Routes that stream a large body (updates over WiFi, mimi.web.update_route): they raise
+# microdot's cap for the whole app, so every other route keeps ours here.
+_WEB_STREAMED = ("/api/update", "/api/firmware")
+
+
+def _bounded(app):
+    """The limits every route of the web app shares: a body over ``_WEB_BODY_MAX_BYTES``
+    is refused (413) before any route reads it, but on the upload routes; malformed input
+    that microdot or a route raises ``ValueError`` for (a form's bad %-escape, bad UTF-8, a
+    path the file layer refuses) is a 400, not a 500 with a traceback."""
+
+    @app.before_request
+    async def body_cap(request):
+        if (request.content_length or 0) > _WEB_BODY_MAX_BYTES and request.path not in _WEB_STREAMED:
+            return "request body too large", 413
+
+    @app.errorhandler(ValueError)
+    async def bad_request(request, e):
+        log.warn("web", "%s %s: %r", request.method, request.path, e)
+        return "bad request", 400
 
 
 def deliver(msg):
@@ -144,27 +169,48 @@ def _thread():
 
 
 class _Reader:
-    """A stream reader whose reads time out until the request's headers are in (their
-    blank line): a WebSocket may then wait for messages as long as it likes."""
+    """A stream reader that bounds what a client can hold: the request's line and headers
+    must all come within ``_WEB_HEAD_TIMEOUT_S`` (in all, not per line) and
+    ``_WEB_HEAD_MAX_BYTES``; after them, a body's reads time out after
+    ``_WEB_BODY_IDLE_S`` of silence. A WebSocket (its handshake asked for the upgrade) may
+    then wait for messages as long as it likes. A breach raises ``OSError(104)``: microdot
+    takes it for a reset and closes quietly (microdot itself caps neither)."""
 
     def __init__(self, r):
         self.r = r
         self.head = True
+        self.ws = False
+        self.head_bytes = 0
+        self.t0 = seam.ticks_ms()
 
     async def _timed(self, coro):
         import asyncio
 
-        if not self.head:
+        if self.head:
+            left_ms = _WEB_HEAD_TIMEOUT_S * 1000 - seam.ticks_diff(seam.ticks_ms(), self.t0)
+            why = "request head too slow"
+        elif self.ws:
             return await coro
+        else:
+            left_ms = _WEB_BODY_IDLE_S * 1000
+            why = "request body stalled"
         try:
-            return await asyncio.wait_for(coro, _WEB_HEAD_TIMEOUT_S)
+            if left_ms <= 0:
+                raise asyncio.TimeoutError
+            return await asyncio.wait_for(coro, left_ms / 1000)
         except asyncio.TimeoutError:
-            raise OSError(104, "request head too slow")  # errno 104: microdot takes it for a reset, closes quietly
+            raise OSError(104, why)  # errno 104: microdot takes it for a reset, closes quietly
 
     async def readline(self):
         line = await self._timed(self.r.readline())
-        if line in (b"\r\n", b"\n", b""):
-            self.head = False
+        if self.head:
+            self.head_bytes += len(line)
+            if self.head_bytes > _WEB_HEAD_MAX_BYTES:
+                raise OSError(104, "request head too long")
+            if line[:8].lower() == b"upgrade:" and b"websocket" in line.lower():
+                self.ws = True
+            if line in (b"\r\n", b"\n", b""):
+                self.head = False
         return line
 
     async def read(self, n=-1):
