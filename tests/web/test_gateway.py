@@ -165,6 +165,33 @@ def test_no_password_no_gateway(tmp_path, runtime):
         b.stop()
 
 
+def test_a_taken_gateway_port_leaves_the_web_app_serving(tmp_path):
+    # Another program on 18789 (here a listening socket on the board's gateway port): the
+    # web app and its own chat socket (/ws) serve on; the console says why no gateway.
+    import socket
+    import urllib.request
+
+    import webboard
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    real = webboard.free_port
+    ports = iter([real(), taken.getsockname()[1]])
+    webboard.free_port = lambda: next(ports)
+    try:
+        b = webboard.start_board(str(tmp_path), "cpython")
+    finally:
+        webboard.free_port = real
+    try:
+        with urllib.request.urlopen(b.web_url + "/login", timeout=10) as r:
+            assert r.status == 200
+        assert "gateway port %d" % b.gateway_port in b.log() and "serves without it" in b.log()
+    finally:
+        b.stop()
+        taken.close()
+
+
 def _status_refused(url):
     """True when nothing listens at ``url``'s port."""
     async def go():

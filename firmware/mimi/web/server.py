@@ -274,8 +274,11 @@ async def _main():
     wport, gport = ports()
     host = seam.listen_host()
     servers = [await asyncio.start_server(_serve(web), host, wport)]
-    servers.append(await asyncio.start_server(_serve(chat), host, gport))
-    log.info("web", "web app on %s:%d, gateway on port %d", host, wport, gport)
+    try:
+        servers.append(await asyncio.start_server(_serve(chat), host, gport))
+        log.info("web", "web app on %s:%d, gateway on port %d", host, wport, gport)
+    except OSError as e:  # the gateway's port taken: the web app (and its /ws chat) still serves
+        log.error("web", "gateway port %d: %s; the web app on %s:%d serves without it", gport, e, host, wport)
     gw = state["gateway"]
     try:
         while not state["stop"]:

@@ -105,7 +105,7 @@ _CSS = ("body{font:16px system-ui,sans-serif;max-width:32em;margin:1em auto;padd
         "fieldset{border:1px solid #bbb;border-radius:6px;margin:0 0 1em}label{display:block;margin:.5em 0 .2em}"
         "input,select{width:100%;box-sizing:border-box;padding:.4em;font:inherit}"
         "button{padding:.6em 1.2em;font:inherit}.s,.h{color:#555;font-size:.85em}.e{color:#b00}"
-        ".ok{background:#e6f4e6;padding:.5em}")
+        ".ok{background:#e6f4e6;padding:.5em}.bad{background:#fbe9e9;padding:.5em}")
 
 
 def _status(name):
@@ -141,7 +141,7 @@ def page(nets, token, notice="", errors=None, typed=None):
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         "<title>mimi setup</title><style>", _CSS, "</style></head><body><h1>mimi setup</h1>",
-        '<p class="ok">%s</p>' % esc(notice) if notice else "",
+        '<p class="%s">%s</p>' % ("bad" if errors else "ok", esc(notice)) if notice else "",
         '<form method="post" action="/save"><input type="hidden" name="csrf" value="', token, '">',
         "<fieldset><legend>WiFi</legend>",
         '<label for="ssid">Network</label><select id="ssid" name="ssid"><option value="">(choose)</option>',
