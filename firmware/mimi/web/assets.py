@@ -13,13 +13,13 @@ nav a{color:#fff;text-decoration:none}nav a.on{font-weight:bold;text-decoration:
 nav form{margin-left:auto}main{max-width:52em;margin:1em auto;padding:0 1em}
 pre{background:#fff;border:1px solid #ddd;padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere}
 textarea{width:100%;min-height:24em;font:13px monospace;box-sizing:border-box}
-input[type=text],input[type=password]{width:16em}button{cursor:pointer}
+input[type=text],input[type=password]{width:16em;max-width:100%;box-sizing:border-box}button{cursor:pointer}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em;text-align:left;vertical-align:top}
 #log{background:#fff;border:1px solid #ddd;height:26em;overflow-y:auto;padding:.5em}
 .m{margin:.3em 0;padding:.4em .6em;border-radius:6px;white-space:pre-wrap;overflow-wrap:anywhere}
 .user{background:#dbeafe;margin-left:20%}.assistant{background:#fff;border:1px solid #e4e4e4;margin-right:20%}
 .note,.error{color:#777;font-size:.9em}.error{color:#b00}#say{display:flex;gap:.5em;margin-top:.5em}
-#say input{flex:1;width:auto}.msg{padding:.5em;background:#fff3cd;border:1px solid #e6d9a8}
+#say input{flex:1;width:auto}td form{display:flex;flex-wrap:wrap;gap:.3em}td{overflow-wrap:anywhere}.msg{padding:.5em;background:#fff3cd;border:1px solid #e6d9a8}
 """
 
 JS = b"""(function(){
