@@ -38,6 +38,11 @@ _REMEMBER = re.compile(r"^\s*(?:please\s+)?(?:remember|note|don'?t forget|do not
                        re.I | re.S)
 _REMIND = re.compile(r"\bremind me\b.*?\b(?:every day|daily)\s+at\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\s+(?:to\s+)?(.+)$",
                      re.I)
+# Automations (issue 18): "which rules do you have?", "what is the chip's temperature?",
+# "every 10 minutes tell me the chip temperature" (a rule the board runs without a model).
+_RULES = re.compile(r"\b(?:which|what|list|show)\b.*\brules?\b|^/?rules\??$", re.I)
+_TEMP = re.compile(r"\btemperature\b|温度", re.I)
+_EVERY = re.compile(r"\bevery\s+(\d{1,4})\s*(m|min|mins|minutes?|h|hours?)\b", re.I)
 _REMIND_IN = re.compile(r"\bremind me\b.*?\bin\s+(\d{1,4})\s*(s|sec|secs|seconds?|m|min|mins|minutes?)\s+(?:to\s+)?(.+)$",
                         re.I)
 _REMINDER = re.compile(r"^Remind the owner to (.+?)(?: \(send_message\))?$", re.S)
@@ -219,13 +224,25 @@ def think(req):
         what = " ".join(m.group(3).split()).rstrip(".")
         return _say("", [("cron_add", {"kind": "at", "at": _local_minute(system, time.time() + n),
                                        "text": "Remind the owner to " + what + " (send_message)"})])
+    m = _EVERY.search(user)
+    if m and _TEMP.search(user) and "rule_add" in tools:
+        n = int(m.group(1)) * (3600 if m.group(2).lower().startswith("h") else 60)
+        return _say("", [("rule_add", {"name": "chip temperature every %s%s" % (m.group(1), m.group(2)[0].lower()),
+                                       "when": {"every_s": n},
+                                       "do": [{"message": "The chip is at {mcu} °C ({time})"}]})])
+    if _RULES.search(user.strip()) and "rule_list" in tools:
+        return _say("", [("rule_list", {})])
+    if _TEMP.search(user) and "sensor_read" in tools:
+        return _say("", [("sensor_read", {"sensor": "mcu"})])
     if _TIME.search(user):
         if "get_current_time" not in tools:
             return _say("The get_current_time tool is not offered here, so I cannot tell the time.")
         return _say("", [("get_current_time", {})])
     return _say("I am not a model, just a few rules that show how mimi works. "
                 "Try \"remember that my cat is called Miso\", \"what time is it?\", "
-                "\"what do you remember?\", or \"remind me every day at 8 to water the plants\". This request carried %d tools, %d messages of history "
+                "\"what do you remember?\", \"remind me every day at 8 to water the plants\", \"what is the chip's "
+                "temperature?\", \"every 10 minutes tell me the chip temperature\" (a rule the board runs itself) or "
+                "\"which rules do you have?\". This request carried %d tools, %d messages of history "
                 "and a system prompt of %d bytes. With an API key (MIMI_API_KEY) a real model answers."
                 % (len(tools), len(msgs) - 1, len(system.encode())))
 
@@ -248,6 +265,13 @@ def _after_tool(last, fact, rounds, tools):
         if failed:
             return _say("get_current_time failed: %s" % result[:200])
         return _say("get_current_time says:\n%s" % result.strip())
+    if name == "rule_add":
+        if failed:
+            return _say("rule_add refused it: %s" % result[:200])
+        return _say("rule_add says: %s\nThe board runs it from now on without me (no model call); "
+                    "/rules lists it, /rules pause <id> pauses it." % result.strip())
+    if name in ("rule_list", "sensor_read"):
+        return _say("%s says:\n%s" % (name, result.strip()))
     if name == "cron_add":
         if failed:
             return _say("cron_add refused it: %s" % result[:200])

@@ -163,3 +163,20 @@ def test_a_due_job_is_answered_with_the_reminder_not_the_generic_text(fmt):
     r = brain.think(fmt([("user", other)]))
     assert "Reminder: Check the greenhouse door (scheduled job j8, daily at 08:00 (local))" in r["text"]
     assert "I am not a model" not in r["text"]
+
+
+@BOTH
+def test_automations_offline_a_sensor_read_a_rule_and_the_rule_list(fmt):
+    tools = TOOLS + ["rule_add", "rule_list", "sensor_read"]
+    r = brain.think(fmt([("user", "What is the chip's temperature?")], tools=tools))
+    assert r["calls"] == [("sensor_read", {"sensor": "mcu"})]
+    r = brain.think(fmt([("user", "every 10 minutes tell me the chip temperature")], tools=tools))
+    assert r["calls"] == [("rule_add", {"name": "chip temperature every 10m", "when": {"every_s": 600},
+                                        "do": [{"message": "The chip is at {mcu} °C ({time})"}]})]
+    r = brain.think(fmt([("user", "every 10 minutes tell me the chip temperature"), ("call", "r", "rule_add", {}),
+                         ("result", "r", "added rule r1", False)], tools=tools))
+    assert r["calls"] == [] and "added rule r1" in r["text"] and "without me" in r["text"]
+    r = brain.think(fmt([("user", "which rules do you have?")], tools=tools))
+    assert r["calls"] == [("rule_list", {})]
+    r = brain.think(fmt([("user", "every 2 hours tell me the temperature")]))  # no rule tools offered
+    assert r["calls"] == []
