@@ -262,8 +262,8 @@ def test_flash_gives_a_1_26_image_without_vfs_a_romfs_after_the_app(tmp_path):
     image.write_bytes(esp_image.merged_image(esp_image.STOCK_V128))
     p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
     new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
-    assert new == esp_image.STOCK_V128 + [partitions.Entry("romfs", 1, 0x8F, 0x200000, 0x80000, 0)]
-    assert "from 0x280000 to the end of flash" in p.stdout, p.stdout
+    assert new == esp_image.STOCK_V128 + [partitions.Entry("romfs", 1, 0x8F, 0x200000, 0x100000, 0)]
+    assert "from 0x300000 to the end of flash" in p.stdout, p.stdout
     assert 'ROMFS partition "romfs" at offset 0x200000' in p.stdout, p.stdout
 
 
