@@ -254,6 +254,22 @@ def test_flash_erases_then_writes_the_image_with_a_romfs_partition_at_offset_zer
     assert image.read_bytes() == src  # the download is left as it was
 
 
+def test_flash_takes_512k_where_the_file_system_has_no_room_for_1mib(tmp_path):
+    # A 4 MiB table whose vfs is 1.5 MiB: 1 MiB of romfs would leave it 512 KiB, under the
+    # 1 MiB kept; flash takes 512 KiB instead (one slot: no updates over WiFi) and says so.
+    esptool, log = _recorder(tmp_path, "esptool")
+    table = esp_image.STOCK_8MIB[:2] + [esp_image.E("factory", 0, 0x00, 0x10000, 0x270000, 0),
+                                        esp_image.E("vfs", 1, 0x81, 0x280000, 0x180000, 0)]
+    image = tmp_path / "ESP32_GENERIC_S3-old.bin"
+    image.write_bytes(esp_image.merged_image(table))
+    p = flash_sh("--port", "/dev/ttyACM0", "flash", str(image), env=_env(ESPTOOL=esptool))
+    assert p.returncode == 0, p.stdout + p.stderr
+    new = partitions.table_of((tmp_path / "esptool.written").read_bytes())
+    assert [(e.label, e.offset, e.size) for e in new[2:]] == [("factory", 0x10000, 0x270000), ("romfs", 0x280000, 0x80000),
+                                                             ("vfs", 0x300000, 0x100000)]
+    assert "No room for a 1 MiB romfs partition" in p.stdout and "updates over WiFi" in p.stdout
+
+
 def test_flash_gives_a_1_26_image_without_vfs_a_romfs_after_the_app(tmp_path):
     # MicroPython 1.26+ tables have no vfs entry (v1.28.0's partitions-4MiBplus.csv): the
     # romfs goes after the app; the port makes vfs after it at boot.
