@@ -31,8 +31,9 @@ from host_sim import hostenv
 
 PACKAGE = os.path.join(hostenv.FIRMWARE, "mimi")
 # The MicroPython libraries mimi imports (firmware/lib/README.md): they go beside the
-# package, in the image (/rom/microdot) or in /lib (/lib/microdot).
-LIBS = (os.path.join(hostenv.LIB, "microdot"),)
+# package, in the image (/rom/microdot) or in /lib (/lib/microdot): microdot (the web app),
+# umqtt (MQTT's client: umqtt/simple.py, no __init__, as mip installs it).
+LIBS = (os.path.join(hostenv.LIB, "microdot"), os.path.join(hostenv.LIB, "umqtt"))
 
 
 def mpy_cross():

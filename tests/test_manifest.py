@@ -110,7 +110,7 @@ def test_manifest_freezes_the_package_with_its_version():
     calls = _run_manifest()
     # the package, and the library it vendors (firmware/lib: microdot, the web app's framework)
     assert calls["package"] == [(("mimi",), {"base_path": "firmware"}), (("microdot",), {"base_path": "firmware/lib"})]
-    assert [os.path.basename(t) for t in romfs.LIBS] == ["microdot"]
+    assert [os.path.basename(t) for t in romfs.LIBS] == ["microdot", "umqtt"]
     assert calls["module"] == [] and calls["include"] == []
     import mimi
 

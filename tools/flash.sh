@@ -71,8 +71,8 @@
 # it imports after a soft reset: another version there (a copy earlier on sys.path)
 # is an error. The
 # package's data files (*.md, *.jsonl: the static rules, the tool descriptions) go as
-# they are. microdot (firmware/lib, the web app's framework) goes beside mimi: in the
-# image (/rom/microdot) or in /lib/microdot. The old /lib/mimi and /lib/microdot are
+# they are. microdot (firmware/lib, the web app's framework) and umqtt (MQTT's client) go
+# beside mimi: in the image (/rom/microdot) or in /lib/microdot. The old /lib/mimi, /lib/microdot and /lib/umqtt are
 # removed first, so nothing stale shadows the new copy.
 # A command starts with a soft reset (mpremote's default), which stops a running
 # assistant while files change, and goes on with `resume`; `reset` starts the assistant
@@ -340,7 +340,7 @@ except Exception:
     MPY_CROSS="$mpyc" PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m host_sim.romfs \
         --stage "$stage/pkg" ${py[@]+"${py[@]}"} || die "deploy: the package could not be staged (the reason is above)"
     if [ "$romfs" != 1 ] && [ -n "$frozen" ]; then
-        find "$stage/pkg" -name '*.py' -delete  # manifest.py freezes mimi and microdot
+        find "$stage/pkg" -name '*.py' -delete  # manifest.py freezes mimi, microdot and umqtt
     fi
     local n
     n="$(find "$stage/pkg/mimi" -type f | wc -l | tr -d ' ')"
@@ -359,6 +359,7 @@ except Exception:
         # so that nothing shadows the image.
         mp exec "${PY_RMTREE}_rm('/lib/mimi')
 _rm('/lib/microdot')
+_rm('/lib/umqtt')
 ${PY_OTA_FORGET}" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py \
@@ -387,13 +388,15 @@ ${PY_OTA_FORGET}" \
         fi
         mp exec "${PY_RMTREE}${PY_MKDIRS}_rm('/lib/mimi')
 _rm('/lib/microdot')
+_rm('/lib/umqtt')
 _mk('/lib')
 ${PY_OTA_FORGET}" \
             + fs cp "$ROOT/firmware/boot.py" :/boot.py \
             + fs cp "$ROOT/firmware/main.py" :/main.py \
             + fs cp "$ROOT/firmware/mimi_slot.py" :/mimi_slot.py \
             + fs cp -r "$stage/pkg/mimi" :/lib/ \
-            + fs cp -r "$stage/pkg/microdot" :/lib/
+            + fs cp -r "$stage/pkg/microdot" :/lib/ \
+            + fs cp -r "$stage/pkg/umqtt" :/lib/
     fi
     RESET_DONE=1
     # A soft reset starts over with what was deployed (the port mounts /rom at each

@@ -102,16 +102,18 @@ def init(agent_factory=None):
 
             state["feishu"] = feishu.init(b)
         if config.get("mqtt_url"):  # MQTT and Home Assistant (issue 18): loaded only when set up
-            from mimi.net import hass, mqtt
-            from mimi.tools import mqtt_tools
-
             try:
+                from mimi.net import hass, mqtt
+                from mimi.tools import mqtt_tools
+
                 mqtt.init()
                 hass.start()
                 mqtt_tools.register_all()
                 state["mqtt"] = mqtt
             except ValueError as e:  # a malformed mqtt_url: the rest runs without MQTT
                 log.warn("app", "mqtt_url: %s", e)
+            except ImportError as e:  # no umqtt on this board (an old deploy): deploy again, or mip install umqtt.simple
+                log.error("app", "mqtt: %s: tools/flash.sh deploy puts umqtt in /lib", e)
         state["heartbeat"] = services.Heartbeat(b)
         if config.get("web_password"):  # the web app and the gateway: a third thread (mimi.web)
             try:

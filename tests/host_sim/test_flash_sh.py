@@ -60,9 +60,11 @@ def test_deploy_seed_config_then_reset_boots_the_deployed_copy(vboard, tmp_path)
             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "mimi")) if "__pycache__" not in d
             for n in names if not n.endswith(".pyc")}
     want |= {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "firmware", "lib"))  # microdot, beside mimi
-             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "lib", "microdot")) if "__pycache__" not in d
+             for lib in ("microdot", "umqtt")
+             for d, _, names in os.walk(os.path.join(ROOT, "firmware", "lib", lib)) if "__pycache__" not in d
              for n in names if not n.endswith(".pyc")}
-    assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl", "microdot/microdot.py"} <= want
+    assert {"mimi/agent/rules.md", "mimi/agent/turn.md", "mimi/tools/tools.jsonl", "microdot/microdot.py",
+            "umqtt/simple.py"} <= want
     want.add("mimi/build.txt")  # written when staged: the git description (mimi.ota.running_version)
     assert _files(board / "lib") == want
     assert (board / "main.py").read_text() == open(os.path.join(ROOT, "firmware", "main.py")).read()

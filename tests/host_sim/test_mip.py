@@ -63,7 +63,7 @@ def _files(top):
 def _lib_files():
     """What lands in /lib: the package and the library it vendors (microdot, firmware/lib)."""
     return ({"mimi/" + f for f in _files(os.path.join(ROOT, "firmware", "mimi"))}
-            | {"microdot/" + f for f in _files(os.path.join(ROOT, "firmware", "lib", "microdot"))})
+            | {lib + "/" + f for lib in ("microdot", "umqtt") for f in _files(os.path.join(ROOT, "firmware", "lib", lib))})
 
 
 def _package_json(name="package.json"):
@@ -76,8 +76,8 @@ def test_package_json_lists_the_tree_where_deploy_and_seed_put_it():
     # or the seed and not to package.json fails this.
     urls = dict(map(tuple, _package_json()["urls"]))
     want = {"mimi/" + f: "firmware/mimi/" + f for f in _files(os.path.join(ROOT, "firmware", "mimi"))}
-    want.update({"microdot/" + f: "firmware/lib/microdot/" + f
-                 for f in _files(os.path.join(ROOT, "firmware", "lib", "microdot"))})
+    want.update({lib + "/" + f: "firmware/lib/%s/" % lib + f for lib in ("microdot", "umqtt")
+                 for f in _files(os.path.join(ROOT, "firmware", "lib", lib))})
     want.update({"../boot.py": "firmware/boot.py", "../main.py": "firmware/main.py",
                  "../mimi_slot.py": "firmware/mimi_slot.py"})
     code = dict(want)
