@@ -9,16 +9,9 @@ import asyncio
 import socket
 import threading
 import time
+from ports import free_port
 
 PASSWORD = "made-up-pass"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class UpdateServer:

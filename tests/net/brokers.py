@@ -25,6 +25,7 @@ import threading
 import time
 
 import pytest
+from ports import free_port as _free_port
 
 
 def _exe(name):
@@ -35,14 +36,6 @@ def _exe(name):
 
 
 _ids = itertools.count()  # a client id each: the broker drops a client when another takes its id
-
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Broker:

@@ -15,14 +15,7 @@ import tempfile
 import time
 
 import pytest
-
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from ports import free_port as _free_port
 
 
 class Proxy:

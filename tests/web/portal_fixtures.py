@@ -8,14 +8,7 @@ import tempfile
 import time
 
 from host_sim import launcher
-
-
-def free_port(kind=socket.SOCK_STREAM):
-    s = socket.socket(socket.AF_INET, kind)
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+from ports import free_port
 
 
 class Portal:

@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(TESTS, "web"))
 
 import mcp_board  # noqa: E402
 from host_sim import hostenv  # noqa: E402
+from ports import free_port as _free_port  # noqa: E402
 
 # What the board's registered tools offer over MCP, in the registry's order: no file
 # writes, no send_message.
@@ -33,14 +34,6 @@ OFFERED = ["read_file", "list_dir", "read_section", "search_files", "memory_sear
            "cron_add", "cron_list", "cron_remove", "gpio_write", "gpio_read", "gpio_read_all", "gpio_pwm",
            "gpio_rgb", "hardware_docs"]
 CLIENT_INFO = {"name": "raw-http-test", "version": "1"}
-
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def _wait_port(port, proc=None, timeout_s=30):

@@ -1,23 +1,14 @@
 """Helpers of the web tests (a module with a name of its own: ``from conftest import``
 would find whichever conftest was imported last): the password, free ports, a booted
 simulated board with the web app on. The fixtures are in ``conftest.py``."""
-import socket
 import time
 import urllib.error
 import urllib.request
 
 from host_sim.harness import Sim
+from ports import free_port
 
 PASSWORD = "correct-horse-42"
-
-
-def free_port():
-    """A TCP port free on 127.0.0.1 now."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_http(url, timeout_s=30):
