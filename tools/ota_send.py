@@ -36,8 +36,15 @@ def version(host, password, timeout=10):
     """``GET /api/version`` as a dict; ``OSError`` while the board is away, ``ValueError``
     with the board's reason when it refuses."""
     c = _conn(host, timeout)
+    return _answer(c, lambda: c.request("GET", "/api/version", headers={"Authorization": "Bearer " + password}))
+
+
+def _answer(c, ask):
+    """Make the request (``ask()``) on connection ``c`` and read the board's JSON answer;
+    closes ``c``. ``ValueError`` with the board's reason for a refusal, ``OSError`` for a
+    broken exchange."""
     try:
-        c.request("GET", "/api/version", headers={"Authorization": "Bearer " + password})
+        ask()
         r = c.getresponse()
         body = r.read()
     except http.client.HTTPException as e:
@@ -66,7 +73,8 @@ def send(host, password, path, timeout=120, route="/api/update"):
             h.update(block)
     size = os.path.getsize(path)
     c = _conn(host, timeout)
-    try:
+
+    def ask():  # the image streamed, never read whole
         c.putrequest("POST", route)
         c.putheader("Content-Type", "application/octet-stream")
         c.putheader("Content-Length", str(size))
@@ -76,15 +84,7 @@ def send(host, password, path, timeout=120, route="/api/update"):
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(_CHUNK_BYTES), b""):
                 c.send(block)
-        r = c.getresponse()
-        body = r.read()
-    except http.client.HTTPException as e:
-        raise OSError(str(e)) from e
-    finally:
-        c.close()
-    if r.status != 200:
-        raise ValueError(_reason(r.status, body))
-    return json.loads(body)
+    return _answer(c, ask)
 
 
 def wait_for(host, password, new, wait_s, say=print):
