@@ -58,8 +58,17 @@ _TOOL_MODULES = ("files", "memory_tools", "clock", "cron_tools", "messaging", "w
 
 
 def register_tools():
-    names = getattr(config, "APP_TOOL_MODULES", _TOOL_MODULES)
-    for name in names:
+    """The app's tools, as ``mimi.app.register_tools`` registers them (older firmware: each
+    module's ``register_all``, for the benchmarks that compare commits)."""
+    from mimi.tools import registry
+
+    if hasattr(registry, "load"):
+        registry.load(config.APP_TOOL_MODULES)
+        if seam.compiles(seam.__file__):  # as mimi.app: .py files are imported at init
+            for name in config.APP_TOOL_MODULES:
+                __import__(name)
+        return
+    for name in getattr(config, "APP_TOOL_MODULES", _TOOL_MODULES):
         try:
             mod = __import__("mimi.tools." + name, None, None, ("register_all",))
         except ImportError:

@@ -5,6 +5,7 @@ tools/manifestfile.py gives a manifest (metadata, require, package, module, incl
 the package's imports are read from its source (every ``import``, in functions too).
 """
 import ast
+import json
 import os
 
 from host_sim import hostenv, romfs
@@ -64,7 +65,7 @@ def _host_only(node, parents):
 def _imports(dynamic=True):
     """{module name: [files]} of every import a device runs: the package, boot.py, main.py,
     and (``dynamic``) the modules mimi.app imports by name (config.APP_TOOL_MODULES,
-    config.APP_PRELOAD)."""
+    config.APP_PRELOAD, the tools' modules in tools.jsonl)."""
     files = [os.path.join(FIRMWARE, rel) for rel in romfs.package_files() if rel.endswith(".py")]
     files += [os.path.join(FIRMWARE, "boot.py"), os.path.join(FIRMWARE, "main.py")]
     out = {}
@@ -72,7 +73,10 @@ def _imports(dynamic=True):
         from mimi import config
 
         for name in config.APP_TOOL_MODULES:
-            out.setdefault("mimi.tools." + name, []).append("mimi/config.py")
+            out.setdefault(name, []).append("mimi/config.py")
+        with open(os.path.join(FIRMWARE, "mimi", "tools", "tools.jsonl")) as f:  # the registry imports each tool's module
+            for line in f:
+                out.setdefault(json.loads(line)["module"], []).append("mimi/tools/tools.jsonl")
         for name in config.APP_PRELOAD:
             out.setdefault(name, []).append("mimi/config.py")
         for name in config.WEB_ROUTE_MODULES:  # mimi.web.server imports each by name

@@ -35,7 +35,7 @@ BOARD = os.path.join(ROOT, "tools", "bench_import_board.py")
 OPTIONAL = "mimi.channels.feishu mimi.channels.fsformat mimi.net.ws mimi.net.pbbp2 mimi.doctor" \
     " mimi.net.mqtt mimi.net.hass mimi.tools.mqtt_tools"
 # The automations (issue 18): loaded once the owner has a rule or calls a rule tool
-# (mimi.rules.tick, mimi.tools.rule_tools); the hook and the tools' registration stay budgeted.
+# (mimi.rules.tick, the rule tools' lines in tools.jsonl); the hook stays budgeted.
 OPTIONAL += " mimi.rules.chat mimi.rules.engine mimi.rules.actions mimi.rules.store mimi.hw.sensors"
 # The web app and the LAN gateway (issue 16): loaded only while web_password is set, with
 # microdot (firmware/lib, in the image beside mimi).

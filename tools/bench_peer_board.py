@@ -67,11 +67,19 @@ class Mimi:
         from mimi import bus as busmod
         from mimi.agent import loop
 
-        for name in getattr(config, "APP_TOOL_MODULES", ()):
-            try:
-                __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
-            except ImportError:
-                pass
+        from mimi.tools import registry
+
+        if hasattr(registry, "load"):  # as mimi.app.register_tools: modules at first use, unless .py
+            registry.load(config.APP_TOOL_MODULES)
+            if seam.compiles(seam.__file__):
+                for name in config.APP_TOOL_MODULES:
+                    __import__(name)
+        else:  # older firmware, for comparing commits
+            for name in getattr(config, "APP_TOOL_MODULES", ()):
+                try:
+                    __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
+                except ImportError:
+                    pass
         if os.getenv("PEER_COMPACT") == "off":  # the chat without mimi's summaries of older messages
             config.set("compact", "off")
         llm.set_key("sk-FAKE-peer", "openai")
@@ -189,13 +197,26 @@ class Sampler:
             self.time.sleep_ms(1)
 
 
+_BUILTINS = ("esp32", "machine", "network")  # host_sim/stubs stand-ins of the board's built-in modules
+
+
 def main():
     held = 0
     if PEER == "mimi":
         import _romfs  # host_sim/stubs: with MIMI_ROMFS_IMAGE, the package from its image
 
         held = _romfs.mount()  # flash on a board: left out of every figure
+    # The stand-ins of the board's own modules (host_sim/stubs: esp32's settings store...)
+    # are in the firmware's flash on a board: imported first and left out, as the image is.
     gc.collect()
+    a = gc.mem_alloc()
+    for name in _BUILTINS:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    gc.collect()
+    held += gc.mem_alloc() - a
     heap_start = gc.mem_alloc() - held
     peer = Mimi() if PEER == "mimi" else ChipClaw()
     gc.collect()

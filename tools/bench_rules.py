@@ -7,7 +7,7 @@ sensors in its Pin Aliases table) and runs this same file under ``micropython -X
 heapsize=512K`` (the unix port, 64-bit) and, when it is there, under
 ``../shared/tools/micropython32`` (32-bit, as the ESP32-S3's pointers are). Each prints,
 from ``gc.mem_alloc()`` after a collection:
-- ``mimi.tools.rule_tools`` with its 7 tools registered, what every app holds (init), and
+- the 7 rule tools registered (``registry.load``), what every app holds (init), and
   ``mimi.rules.chat`` (the tools' bodies), ``.engine``, ``.store`` and ``.actions``, loaded
   once a rule tool is called or ``/data/rules.json`` exists (``mimi.rules.tick``);
 - ``mimi.hw.sensors`` and ``mimi.hw.gpio``, loaded once a rule reads a sensor or drives a pin;
@@ -87,9 +87,9 @@ config.set("tz", "+08:00")
 config.set("owner_chat", "42")
 datasheets.aliases()  # the index, built before measuring
 m0 = used()
-from mimi.tools import rule_tools  # noqa: E402
+from mimi.tools import registry  # noqa: E402
 
-rule_tools.register_all()
+registry.load(("mimi.rules.chat",))
 m1 = used()
 from mimi.rules import actions, chat, engine, store  # noqa: E402, F401
 
@@ -97,7 +97,7 @@ m2 = used()
 from mimi.hw import gpio, sensors  # noqa: E402, F401
 
 m3 = used()
-print("modules: rule_tools with the 7 tools registered %.1f KB (every app, at init); rules.chat, .engine, "
+print("modules: the 7 rule tools registered %.1f KB (every app, at init); rules.chat, .engine, "
       ".store, .actions %.1f KB (once a rule tool is called or there are rules), hw.sensors + hw.gpio %.1f KB (once a rule uses hardware)"
       % ((m1 - m0) / 1024, (m2 - m1) / 1024, (m3 - m2) / 1024))
 

@@ -57,9 +57,29 @@ asking = [False]
 out = print  # where console replies are printed (tests collect them)
 
 
+def register_tools():
+    """Register the tools of ``config.APP_TOOL_MODULES`` (``registry.load``): a module is
+    imported when one of its tools is first called, unless the package runs from ``.py``
+    files (``seam.compiles``): then each is imported now, in the main thread, whose stack
+    the compiler needs. A module that fails to load is logged and its tools answer errors."""
+    from mimi.tools import registry
+
+    try:
+        registry.load(config.APP_TOOL_MODULES)
+    except Exception as e:  # noqa: BLE001 - includes MemoryError: the agent works without them
+        seam.collect()
+        log.exc("app", "tools", e)
+    if seam.compiles(__file__):
+        for name in config.APP_TOOL_MODULES:
+            try:
+                __import__(name)
+            except Exception as e:  # noqa: BLE001 - includes MemoryError
+                seam.collect()
+                log.exc("app", "tools " + name, e)
+
+
 def init(agent_factory=None):
-    """Allocate what the app needs (once) and register the tools of ``APP_TOOL_MODULES``
-    (one that fails to load or register is logged and left out). Returns True when it
+    """Allocate what the app needs (once) and register the tools (``register_tools``). Returns True when it
     can start (False in safe mode: nothing is allocated then). ``agent_factory(bus)``:
     tests put their own agent here.
 
@@ -123,12 +143,7 @@ def init(agent_factory=None):
             except Exception as e:  # noqa: BLE001 - includes MemoryError: the assistant works without it
                 seam.collect()
                 log.exc("app", "web", e)
-        for name in config.APP_TOOL_MODULES:  # each tool module registers its tools
-            try:
-                __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
-            except Exception as e:  # noqa: BLE001 - includes MemoryError: the agent works without them
-                seam.collect()
-                log.exc("app", "tools " + name, e)
+        register_tools()
         try:
             loop.warm(state["context"])  # what turns keep, made now: it stays out of their way
         except Exception as e:  # noqa: BLE001 - includes MemoryError: the first turn makes them then

@@ -60,7 +60,9 @@ APP_RESTART_PAUSE_MS = const(2000)
 # Each thread's stack (agent and I/O): JSON nesting plus an mbedTLS handshake needs well
 # over the ESP32 port's 5 KB default (README "Threads"); mimi.doctor tries one the same size.
 APP_THREAD_STACK_BYTES = const(16384)
-APP_TOOL_MODULES = ("files", "memory_tools", "clock", "messaging", "cron_tools", "web", "gpio", "rule_tools")  # mimi.tools.*
+# The modules whose tools (their lines in mimi/tools/tools.jsonl) every app registers.
+APP_TOOL_MODULES = ("mimi.tools.files", "mimi.tools.memory_tools", "mimi.tools.clock", "mimi.tools.messaging",
+                    "mimi.tools.cron_tools", "mimi.tools.web", "mimi.tools.gpio", "mimi.rules.chat")
 
 # -- telegram (mimi/channels/telegram.py; issue 5) -------------------------------------
 TG_POLL_TIMEOUT_S = const(30)  # getUpdates long poll

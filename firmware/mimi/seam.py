@@ -609,6 +609,15 @@ def tls_context(ders):
     return ctx, n, bad
 
 
+def compiles(path):
+    """True when a module at ``path`` (a module's ``__file__``) was compiled from source on
+    this board as it was imported: a ``.py`` file on a file system, not frozen into the
+    firmware (a relative name) and not bytecode (``.mpy``, the ROMFS image). The compiler
+    then wants the main thread's stack (``mimi.app``). False on CPython, whose threads
+    have room to compile."""
+    return _RT != "cpython" and path.endswith(".py") and path.startswith("/")
+
+
 def as_bytes(x):
     """A bytes-like view of ``x`` (str, bytes, bytearray, memoryview) for writing.
 

@@ -545,7 +545,7 @@ def test_a_line_in_another_order_is_encoded_instead():
     schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
     support.write(registry.SPECS, '{"name":"get_current_time","group":"time","description":"Now",'
                                   '"input_schema":{"type":"object","properties":{"q":{"type":"string"}},'
-                                  '"required":["q"]}}\n')
+                                  '"required":["q"]},"module":"mimi.tools.clock"}\n')
     try:
         from mimi.tools import clock
 

@@ -11,7 +11,7 @@ from mimi import bus as busmod, cli, commands, config
 from mimi.agent import loop
 from mimi.hw import datasheets as ds, gpio, pins, sensors
 from mimi.rules import engine, store
-from mimi.tools import registry, rule_tools
+from mimi.tools import registry
 import support
 
 RUNTIMES = ("cpython", "micropython")
@@ -35,7 +35,7 @@ def _fresh():
     machine.sim_reset()
     engine.reset()
     registry.clear()
-    rule_tools.register_all()
+    registry.load(("mimi.rules.chat",))
     b = busmod.Bus(8, 32)
     engine.init(b)
     return b

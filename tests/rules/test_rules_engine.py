@@ -287,6 +287,9 @@ class FakeMqtt:
         return True
 
 
+_REAL_MQTT = []  # the module other tests imported, put back after a stand-in
+
+
 def _with_mqtt(m):
     import mimi.net
 
@@ -294,7 +297,12 @@ def _with_mqtt(m):
         sys.modules.pop("mimi.net.mqtt", None)
         if "mqtt" in mimi.net.__dict__:
             delattr(mimi.net, "mqtt")
+        if _REAL_MQTT and _REAL_MQTT[0] is not None:
+            sys.modules["mimi.net.mqtt"] = _REAL_MQTT[0]
+            setattr(mimi.net, "mqtt", _REAL_MQTT[0])
     else:
+        if not _REAL_MQTT:
+            _REAL_MQTT.append(sys.modules.get("mimi.net.mqtt"))
         sys.modules["mimi.net.mqtt"] = m
         setattr(mimi.net, "mqtt", m)
 

@@ -3,12 +3,12 @@ import json
 
 from mimi import config
 from mimi.storage import cronjobs
-from mimi.tools import clock, cron_tools, files, gpio, memory_tools, messaging, mqtt_tools, registry, rule_tools
+from mimi.tools import clock, cron_tools, files, gpio, memory_tools, messaging, mqtt_tools, registry, web
 import support
 
 RUNTIMES = ("cpython", "micropython")
 
-MODULES = (files, memory_tools, clock, messaging, cron_tools, gpio, rule_tools, mqtt_tools)  # mqtt_tools: while mqtt_url is set
+MODULES = (files, memory_tools, clock, messaging, cron_tools, web, gpio, None, mqtt_tools)  # None: mimi.rules.chat  # mqtt_tools: while mqtt_url is set
 
 
 def _lines():
@@ -23,7 +23,10 @@ def test_every_line_is_one_well_formed_tool():
     for line in _lines():
         assert len(line) < 2048 and line.startswith(b'{"name":"'), line[:40]
         d = json.loads(line)
-        assert sorted(d) == ["description", "group", "input_schema", "name"], d["name"]
+        at = [line.find(b'"%s":' % k.encode()) for k in ("name", "description", "input_schema", "group", "module")]
+        assert at == sorted(at) and -1 not in at, d["name"]  # in this order: a request copies the line's bytes
+        assert set(d) <= {"name", "description", "input_schema", "group", "module", "needs", "max_bytes"}, d["name"]
+        assert d["module"].startswith("mimi."), d["name"]
         s = d["input_schema"]
         assert s["type"] == "object" and d["description"] and d["name"] not in seen
         for r in s.get("required", ()):
@@ -34,7 +37,7 @@ def test_every_line_is_one_well_formed_tool():
 def test_registered_tools_read_their_line():
     registry.clear()
     for m in MODULES:
-        m.register_all()
+        m.register_all() if m else registry.load(("mimi.rules.chat",))
     specs = [json.loads(line) for line in _lines()]
     assert registry.names() == [d["name"] for d in specs]  # every line has its tool
     for d in specs:
@@ -48,14 +51,72 @@ def test_registered_tools_read_their_line():
     assert "N>=%d" % config.RULES_EVERY_MIN_S in registry.get("rule_add").description
 
 
-def test_a_handler_without_a_line_is_refused_by_name():
+def test_a_module_without_a_line_is_refused_by_name():
+    registry.clear()
+    e = support.raises(ValueError, registry.load, ("mimi.tools.no_such_module",))
+    assert "mimi.tools.no_such_module" in str(e)
+
+
+def test_a_tool_module_is_imported_at_the_first_call_not_at_registration():
+    import sys
+
+    registry.clear()
+    sys.modules.pop("mimi.tools.clock", None)
+    registry.load(("mimi.tools.clock",))
+    assert registry.names() == ["get_current_time"] and "mimi.tools.clock" not in sys.modules
+    assert registry.get("get_current_time").handler is None
+    out, err = registry.execute("get_current_time", {}, {})
+    assert not err and "mimi.tools.clock" in sys.modules, out
+    assert registry.get("get_current_time").handler is sys.modules["mimi.tools.clock"].get_current_time
     registry.clear()
 
-    def no_such_tool(args, ctx):
-        return "x"
 
-    e = support.raises(ValueError, registry.add, no_such_tool)
-    assert "no_such_tool" in str(e)
+def _specs_file(name, lines):
+    path = support.tmpdir(name) + "/tools.jsonl"
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_line_whose_module_lacks_the_function_answers_an_error():
+    saved = registry.SPECS
+    registry.SPECS = _specs_file("ghost", [
+        '{"name":"ghost","description":"d","input_schema":{"type":"object","properties":{}},"group":"time",'
+        '"module":"mimi.tools.clock"}',
+        '{"name":"gone","description":"d","input_schema":{"type":"object","properties":{}},"group":"time",'
+        '"module":"mimi.tools.not_there"}'])
+    try:
+        registry.clear()
+        registry.load()
+        out, err = registry.execute("ghost", {}, {})
+        assert err and out.startswith("Error: ghost: ") and "ghost" in out[13:], out
+        out, err = registry.execute("gone", {}, {})
+        assert err and out.startswith("Error: gone: "), out
+    finally:
+        registry.SPECS = saved
+        registry.clear()
+
+
+def test_needs_offers_a_tool_only_while_its_setting_is_set():
+    saved = registry.SPECS
+    registry.SPECS = _specs_file("needs", [
+        '{"name":"get_current_time","description":"d","input_schema":{"type":"object","properties":{}},'
+        '"group":"time","module":"mimi.tools.clock","needs":"search_key","max_bytes":20}'])
+    try:
+        registry.clear()
+        config.set("search_key", "")
+        registry.load()
+        assert registry.offered() == []
+        assert registry.execute("get_current_time", {}, {}) == (
+            "Error: tool 'get_current_time' is not available here", True)
+        config.set("search_key", "k-FAKE")
+        assert [t.name for t in registry.offered()] == ["get_current_time"]
+        out, err = registry.execute("get_current_time", {}, {})
+        assert not err and out.endswith("[truncated: result over 20 bytes]"), out
+    finally:
+        config.set("search_key", "")
+        registry.SPECS = saved
+        registry.clear()
 
 
 def test_text_is_read_when_asked_for_not_kept():

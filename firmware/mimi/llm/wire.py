@@ -66,11 +66,11 @@ _STOP = const(" max_tokens=max_tokens model_context_window_exceeded=max_tokens l
               " function_call=tool_use ")
 
 
-def body(w, p, system, messages, tools, max_tokens):
+def body(w, p, system, messages, tools, max_tokens, fill=None):
     """Write the request body for provider ``p`` through ``w``, one message at a time
     (``into`` writes it into a buffer; ``http`` calls a streaming writer twice: count, then
-    send)."""
-    a = head(w, p, tools, max_tokens)
+    send). ``fill``: see ``tools_json``."""
+    a = head(w, p, tools, max_tokens, fill)
     messages_json(w, a, messages, system_json(w, p, system))
 
 
@@ -88,6 +88,7 @@ def into(buf, p, system, messages, tools, max_tokens):
     request body, encoded twice and written in small pieces, was half of a turn's CPU."""
     at = [0]
     cap = len(buf)
+    mv = memoryview(buf)
 
     def w(x):
         b = seam.as_bytes(x)
@@ -98,14 +99,26 @@ def into(buf, p, system, messages, tools, max_tokens):
         buf[i:k] = b
         at[0] = k
 
+    def fill(f, n):  # file bytes straight into the buffer: no copy in the heap
+        i = at[0]
+        k = i + n
+        if k > cap:
+            raise _Full()
+        while i < k:
+            got = f.readinto(mv[i:k])
+            if not got:
+                raise OSError(5)  # tools.jsonl shorter than its index: changed under us
+            i += got
+        at[0] = k
+
     try:
-        body(w, p, system, messages, tools, max_tokens)
+        body(w, p, system, messages, tools, max_tokens, fill)
     except _Full:
         return None
     return at[0]
 
 
-def tools_json(w, protocol, tools):
+def tools_json(w, protocol, tools, fill=None):
     """Write the items of a request's ``tools`` array for ``tools`` (``registry.Tool``
     list) in ``protocol``'s form, comma-separated.
 
@@ -114,8 +127,11 @@ def tools_json(w, protocol, tools):
     ``input_schema`` named ``parameters``, inside ``{"type":"function","function":...}``.
     Nothing is parsed or encoded, and nothing is kept between requests (issue 17: the
     tools, read, parsed and encoded again for each request, were a third of its CPU).
-    Other tools are encoded as JSON."""
+    ``fill(f, n)``: copy the next ``n`` bytes of file ``f`` to the output (``into``'s reads
+    them straight into its buffer); None: ``w(f.read(n))``. Other tools are encoded as JSON."""
     a = protocol == "anthropic"
+    if fill is None:
+        fill = lambda f, n: w(f.read(n))  # noqa: E731
     f = None
     sep = ""
     try:
@@ -130,30 +146,33 @@ def tools_json(w, protocol, tools):
                 continue
             if f is None:
                 f = open(registry.SPECS, "rb")
-            f.seek(t.at[0])
-            line = memoryview(f.read(t.at[1]))
+            at = t.at[0]
             if a:
-                w(line[:cut[1]])
+                f.seek(at)
+                fill(f, cut[1])
                 w("}")
             else:
                 w('{"type":"function","function":')
-                w(line[:cut[0]])
+                f.seek(at)
+                fill(f, cut[0])
                 w(',"parameters":')
-                w(line[cut[0] + 16:cut[1]])  # after ,"input_schema":
+                f.seek(at + cut[0] + 16)  # after ,"input_schema":
+                fill(f, cut[1] - cut[0] - 16)
                 w("}}")
     finally:
         if f is not None:
             f.close()
 
 
-def head(w, p, tools, max_tokens):
-    """Write the body's start (model, max tokens, tools); True for Anthropic's form."""
+def head(w, p, tools, max_tokens, fill=None):
+    """Write the body's start (model, max tokens, tools); True for Anthropic's form.
+    ``fill``: see ``tools_json``."""
     a = p.protocol == "anthropic"
     w('{"model":%s,"%s":%d' % (json.dumps(p.model), "max_completion_tokens" if p.name == "openai" else "max_tokens",
                                max_tokens))
     if tools:
         w(',"tools":[')
-        tools_json(w, p.protocol, tools)
+        tools_json(w, p.protocol, tools, fill)
         w("]")
     return a
 

@@ -1,5 +1,5 @@
-"""What the rule and sensor tools do (``mimi.tools.rule_tools`` registers them and imports
-this module when one is called): rule_add, rule_list, rule_remove, rule_pause, rule_test
+"""What the rule and sensor tools do (the registry imports this module when one is first
+called: their lines in ``mimi/tools/tools.jsonl`` name it): rule_add, rule_list, rule_remove, rule_pause, rule_test
 (group ``cron``) over the rule store (``mimi.rules.store``), and sensor_read, i2c_scan
 (group ``gpio``) over ``mimi.hw.sensors``. ``/rules`` and the console use it too.
 

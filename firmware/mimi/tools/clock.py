@@ -16,4 +16,4 @@ def get_current_time(args, ctx):
 
 def register_all():
     """Register get_current_time (group ``time``; text in ``tools.jsonl``)."""
-    registry.add(get_current_time)
+    registry.load(("mimi.tools.clock",))

@@ -67,4 +67,4 @@ def cron_remove(args, ctx):
 
 def register_all():
     """Register cron_add, cron_list, cron_remove (group ``cron``; text in ``tools.jsonl``)."""
-    registry.add(cron_add, cron_list, cron_remove)
+    registry.load(("mimi.tools.cron_tools",))

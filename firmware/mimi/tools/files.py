@@ -254,4 +254,4 @@ def search_files(args, ctx):
 
 def register_all():
     """Register the seven file tools (group ``file``; text in ``tools.jsonl``)."""
-    registry.add(read_file, write_file, edit_file, delete_file, list_dir, read_section, search_files)
+    registry.load(("mimi.tools.files",))

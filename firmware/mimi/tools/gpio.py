@@ -74,7 +74,10 @@ def _run(args, ctx):
     return "\n".join(out)
 
 
+# The registry calls a tool's function of the same name (tools.jsonl's "module"): all six are _run.
+gpio_write = gpio_read = gpio_read_all = gpio_pwm = gpio_rgb = hardware_docs = _run
+
+
 def register_all():
     """Register the GPIO tools and ``hardware_docs`` (their text in ``tools.jsonl``)."""
-    registry.add(named=(("gpio_write", _run), ("gpio_read", _run), ("gpio_read_all", _run), ("gpio_pwm", _run),
-                        ("gpio_rgb", _run), ("hardware_docs", _run)))
+    registry.load(("mimi.tools.gpio",))

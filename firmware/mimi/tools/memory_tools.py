@@ -112,5 +112,5 @@ def memory_search(args, ctx):
 
 
 def register_all():
-    """Register memory_search (group ``memory``; text in ``tools.jsonl``)."""
-    registry.add(memory_search, max_bytes=config.MEMORY_SEARCH_MAX_BYTES)
+    """Register memory_search (group ``memory``; text and result cap in ``tools.jsonl``)."""
+    registry.load(("mimi.tools.memory_tools",))

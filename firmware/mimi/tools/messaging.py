@@ -57,4 +57,4 @@ def send_message(args, ctx):
 
 def register_all():
     """Register send_message (group ``msg``; text in ``tools.jsonl``)."""
-    registry.add(send_message)
+    registry.load(("mimi.tools.messaging",))

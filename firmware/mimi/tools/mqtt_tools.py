@@ -62,8 +62,6 @@ def mqtt_publish(args, ctx):
 
 
 def register_all():
-    """Register mqtt_publish (group ``net``; offered only while ``mqtt_url`` is set)."""
-    from mimi import config
-
-    registry.add(mqtt_publish)
-    registry.get("mqtt_publish").available = lambda: bool(config.get("mqtt_url"))
+    """Register mqtt_publish (group ``net``; offered only while ``mqtt_url`` is set: its
+    line in ``tools.jsonl`` says so)."""
+    registry.load(("mimi.tools.mqtt_tools",))

@@ -11,15 +11,16 @@ Results are capped at 8 KB (``Tool.max_bytes``) with a visible truncation marker
 
 Descriptions and schemas are long fixed text, so they live in ``tools.jsonl`` beside
 this module (deploy it with the package), one tool a line:
-``{"name": ..., "description": ..., "input_schema": {...}, "group": ...}`` in that order
-(a request copies the line's bytes: the part before ``group`` is Anthropic's tool object). ``add(handler, ...)`` registers the tools named by their handlers from it; such a
-tool's ``description`` and ``schema`` are read from its line when asked for (when a
-provider writes a request, when ``execute`` checks arguments), so they take no RAM
-between turns. ``Tool(name, description, schema, ...)`` with the text given still works.
-
-Groups let a channel withhold tools: ``file``, ``gpio``, ``cron`` are not offered to group
-chats unless the owner allows it (issue 4); ``net`` tools appear only when configured
-(a tool's ``available()`` returns False otherwise).
+``{"name": ..., "description": ..., "input_schema": {...}, "group": ..., "module": ...}``
+in that order (a request copies the line's bytes: the part before ``group`` is
+Anthropic's tool object), then optionally ``"needs"`` (a setting: the tool is offered only
+while it is set) and ``"max_bytes"`` (its result's cap). ``load(modules)`` registers the
+lines of those modules without importing them: a tool's handler is the function of its
+name in its ``module``, imported when the tool is first called (issue 17: a tool module a
+chat never uses takes no heap). Its ``description`` and ``schema`` are read from its line
+when asked for (when a provider writes a request, when ``execute`` checks arguments), so
+they take no RAM between turns. ``Tool(name, description, schema, handler, ...)`` with
+the text given still works.
 """
 import json
 
@@ -35,7 +36,7 @@ _MSG = const("|obj arguments must be a JSON object|miss missing required argumen
              "|unk unknown argument '%s' (expected: %s)|type argument '%s' must be %s, got %s"
              "|enum argument '%s' must be one of %s|tool unknown tool '%s'|off tool '%s' is not available here"
              "|mem out of memory; try a smaller request|cut \n[truncated: result over %d bytes]"
-             "|line no line for %s in %s|")
+             "|line no tool of %s in %s|")
 
 
 _tools = []  # in registration order
@@ -51,7 +52,8 @@ class Tool:
         if description is not None:
             self.description = description
             self.schema = schema  # {"type": "object", "properties": {...}, "required": [...]}
-        self.handler = handler
+        self.handler = handler  # None: ``module``'s function ``name``, imported at the first call
+        self.module = None
         self.group = group
         self.available = available  # callable -> bool, or None for always
         self.max_bytes = max_bytes  # the result's cap (memory_search: seed 003's 10,000)
@@ -73,38 +75,50 @@ class Tool:
         return last[1]["input_schema" if name == "schema" else name]
 
 
-def add(*handlers, max_bytes=_RESULT_MAX_BYTES, named=()):
-    """Register a tool for each handler: its name is the handler's ``__name__``, its group,
-    description and schema are its line in ``tools.jsonl``. Registered in the file's order.
-    ``named``: ``(name, handler)`` pairs, for one handler serving several tools.
+def load(modules=None):
+    """Register the tools of ``tools.jsonl`` whose ``module`` is in ``modules`` (a tuple of
+    module names such as ``"mimi.tools.files"``; None: every line), in the file's order,
+    replacing tools of the same name. Nothing is imported: ``execute`` imports a tool's
+    module when the tool is first called.
 
-    Raises ``ValueError`` naming a handler that has no line.
+    Raises ``ValueError`` naming a module none of whose tools has a line.
     """
-    want = {}
-    for h in handlers:
-        want[h.__name__] = h
-    for name, h in named:
-        want[name] = h
+    left = list(modules) if modules is not None else []
     at = 0
     with open(SPECS, "rb") as f:
-        while want:
+        while True:
             line = f.readline(_LINE_MAX_BYTES)
             if not line:
-                raise ValueError(pick(_MSG, "line") % (", ".join(want), SPECS))
-            name = line[9:line.find(b'"', 9)].decode()  # after {"name":"
-            h = want.pop(name, None)
-            if h is not None:
-                t = Tool(name, None, None, h, json.loads(line)["group"], None, max_bytes)
+                break
+            d = json.loads(line)
+            mod = d["module"]
+            if modules is None or mod in modules:
+                if mod in left:
+                    left.remove(mod)
+                t = Tool(d["name"], None, None, None, d["group"], _setting(d.get("needs")),
+                         d.get("max_bytes", _RESULT_MAX_BYTES))
+                t.module = mod
                 t.at = (at, len(line))
                 # where the schema and the group start: a request copies the line's own bytes
                 # (mimi.llm.wire.tools_json) when it reads name, description, schema, group
-                d = line.find(b',"description":')
                 sk = line.find(b',"input_schema":')
                 g = line.find(b',"group":')
-                if d == 10 + len(line[9:d - 1]) and d < sk < g:
+                if line.find(b',"description":') == 10 + len(d["name"]) and 0 < sk < g:
                     t.cut = (sk, g)
+                d = None
                 register(t)
             at += len(line)
+    if left:
+        raise ValueError(pick(_MSG, "line") % (", ".join(left), SPECS))
+
+
+def _setting(name):
+    """``available`` for a tool offered only while setting ``name`` is set; None for always."""
+    if not name:
+        return None
+    from mimi import config
+
+    return lambda: bool(config.get(name))
 
 
 def register(tool):
@@ -189,7 +203,10 @@ def execute(name, args, ctx):
     else:
         try:
             check(tool, args)  # a problem raises ValueError, reported as a handler's is
-            out = tool.handler(args, ctx)
+            h = tool.handler
+            if h is None:  # its module, imported now: the first call of one of its tools
+                h = tool.handler = getattr(__import__(tool.module, None, None, (tool.name,)), tool.name)
+            out = h(args, ctx)
             out = "ok" if out is None else out
             err = False
             limit = tool.max_bytes

@@ -93,12 +93,6 @@ def web_search(args, ctx):
 
 
 def register_all():
-    """Register web_search (group ``net``; offered only when ``search_key`` is set)."""
-    registry.register(registry.Tool(
-        "web_search",
-        "Search the web: titles, URLs and snippets.",
-        {"type": "object", "properties": {
-            "query": {"type": "string"},
-            "count": {"type": "integer", "description": "1 to 10"}},
-         "required": ["query"]},
-        web_search, "net", lambda: bool(config.get("search_key"))))
+    """Register web_search (group ``net``; offered only when ``search_key`` is set: its
+    line in ``tools.jsonl`` says so)."""
+    registry.load(("mimi.tools.web",))
