@@ -90,28 +90,33 @@ def describe():
     return "unknown"
 
 
-def stage(dest, top=PACKAGE, compile=True, version=None):
+def stage(dest, top=PACKAGE, compile=True, version=None, at="/rom"):
     """Fill folder ``dest`` with the package as a board gets it: ``dest/mimi/*.mpy`` (or,
     with ``compile`` False, ``*.py``), the data files and ``mimi/build.txt`` (``version``,
     default ``describe()``); for the package (``top`` its default) the libraries of
     ``LIBS`` too (``dest/microdot/``).
 
+    ``at``: where the board finds them (``/rom``: the ROMFS image; ``/lib``: mip). Each
+    ``.mpy`` names its source as its own path there (``/rom/mimi/app.mpy``), which is also
+    its ``__file__``: one interned name a module, not two (issue 17: the name pool's room).
+
     Raises RuntimeError naming the file when mpy-cross refuses one.
     """
     exe = mpy_cross() if compile else None
     for t in (top,) + (LIBS if top == PACKAGE else ()):
-        _stage_tree(dest, t, exe)
+        _stage_tree(dest, t, exe, at)
     with open(os.path.join(dest, os.path.basename(top), BUILD_FILE), "w") as f:
         f.write((version or describe()) + "\n")
 
 
-def _stage_tree(dest, top, exe):
+def _stage_tree(dest, top, exe, at):
     base = os.path.dirname(top)
     for rel in package_files(top):
         src = os.path.join(base, rel)
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
         if exe and rel.endswith(".py"):
-            p = subprocess.run(exe + ["-o", os.path.join(dest, rel[:-3] + ".mpy"), "-s", rel, src],
+            mpy = rel[:-3] + ".mpy"
+            p = subprocess.run(exe + ["-o", os.path.join(dest, mpy), "-s", at + "/" + mpy, src],
                                capture_output=True, text=True)
             if p.returncode != 0:
                 raise RuntimeError("mpy-cross failed on %s: %s" % (rel, (p.stderr or p.stdout).strip()))

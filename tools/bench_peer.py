@@ -22,9 +22,9 @@ Printed, per peer and as the ratio mimi / ChipClaw:
 - the smallest heap (``-X heapsize``, 8 KB steps) that answers every turn.
 
 Heap figures leave out what is flash on a board: mimi's ROMFS image, and the host's
-stand-ins of the board's built-in modules (``host_sim/stubs``: ``esp32``, ``machine``,
-``network``), which both peers import before the first figure. The smallest heap still
-holds the stand-ins.
+stand-in of the board's built-in module ``esp32`` (``host_sim/stubs``: mimi's settings
+store), imported before the first figure. Its names still take room in the name pool
+(the board's are in ROM), and the smallest heap still holds it.
 
 ``--profile`` prints instead where a mimi turn's time and allocation go, step by step.
 ``--instructions`` adds instruction counts per turn under valgrind (the same from run to

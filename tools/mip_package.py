@@ -109,7 +109,7 @@ def write_index(dest):
     ver = version()
     nfiles = 0
     with tempfile.TemporaryDirectory(prefix="mimi-mip-") as stage:
-        romfs.stage(os.path.join(stage, "6"))
+        romfs.stage(os.path.join(stage, "6"), at="/lib")  # mip installs to /lib
         for build in (MPY_VERSION, "py"):
             for name, seed in (("mimi", True), ("mimi-update", False)):
                 hashes = []

@@ -557,3 +557,24 @@ def test_a_line_in_another_order_is_encoded_instead():
     finally:
         registry.SPECS = saved
         registry.clear()
+
+
+def test_long_texts_are_written_in_slices_and_read_back_whole():
+    # A user text and tool results longer than a slice (1 KB) are escaped piece by piece
+    # (no whole copy in the heap): the server must still read them back unchanged.
+    long = "line \"q\" \\ ü 中文 😀\x01\n" * 200
+    msgs = [{"role": "user", "content": long},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "name": "read_file", "input": {}}]},
+            {"role": "tool", "tool_call_id": "t1", "content": long, "is_error": True},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": long[:10]}]
+    for proto, name in (("anthropic", "anthropic"), ("openai", "openai")):
+        p = common.Provider(proto, name, "https://example.invalid/", "sk-FAKE", "m")
+        m = _body(p, "s", msgs, None, 9)["messages"]
+        if proto == "anthropic":
+            assert m[0]["content"] == long
+            assert m[2]["content"] == [{"type": "tool_result", "tool_use_id": "t1", "content": long, "is_error": True}]
+        else:
+            assert m[1]["content"] == long  # after the system message
+            assert m[3] == {"role": "tool", "tool_call_id": "t1", "content": long}
+        assert m[-1]["content"] == long[:10]

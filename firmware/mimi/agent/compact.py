@@ -69,7 +69,9 @@ def update(key, provider):
     if called:
         with open(_PROMPT_PATH) as f:
             prompt = f.read(2048)
-        ask = "Summary so far:\n%s\n\nThe messages after it:\n%s" % (st["text"] or "(none)", "\n".join(lines))
+        # one join, so the transcript is held at most twice (its lines, the question)
+        lines.insert(0, "Summary so far:\n%s\n\nThe messages after it:" % (st["text"] or "(none)"))
+        ask = "\n".join(lines)
         lines = None
         reply = provider.chat(prompt, [{"role": "user", "content": ask}], None, _COMPACT_MAX_TOKENS)
         ask = prompt = None

@@ -214,15 +214,20 @@ def messages_json(w, a, messages, sep):
                 d["reasoning_content"] = m["reasoning_content"] or ""
         elif role == "tool":
             if a:
-                d = {"type": "tool_result", "tool_use_id": m.get("tool_call_id", ""), "content": text or "(empty)"}
-                if m.get("is_error"):
-                    d["is_error"] = True
                 w("," if results else sep + '{"role":"user","content":[')
-                w(json.dumps(d))
+                w('{"type":"tool_result","tool_use_id":%s,"content":' % json.dumps(m.get("tool_call_id", "")))
+                json_text(w, text or "(empty)")
+                w(',"is_error":true}' if m.get("is_error") else "}")
                 results = True
                 sep = ","
                 continue
-            d = {"role": role, "tool_call_id": m.get("tool_call_id", ""), "content": text}
+            w("]}," if results else sep)
+            results = False
+            w('{"role":"tool","tool_call_id":%s,"content":' % json.dumps(m.get("tool_call_id", "")))
+            json_text(w, text)  # a long result in slices, not copied whole
+            w("}")
+            sep = ","
+            continue
         elif role == "user":
             if results:  # join the results' user message
                 w(",")
@@ -236,7 +241,11 @@ def messages_json(w, a, messages, sep):
                 w("]}")
                 sep = ","
                 continue
-            d = {"role": role, "content": text or "(empty)" if a else text}
+            w(sep + '{"role":"user","content":')
+            json_text(w, text or "(empty)" if a else text)  # a long text in slices, not copied whole
+            w("}")
+            sep = ","
+            continue
         else:
             continue
         w("]}," if results else sep)
@@ -345,7 +354,7 @@ def parse(d, protocol, name, esc=True, tools=None):
             text = strip_think(repair_utf16(t) if esc else t)
         if text or calls:
             break
-    if tools and not calls and protocol != "anthropic" and text:
+    if tools and not calls and protocol != "anthropic" and text and _may_hold_calls(text):
         textcalls = _textcalls()
         if textcalls.has_markup(text):
             text, calls = textcalls.extract(text, tools)
@@ -408,9 +417,16 @@ def _body_error(d, name):
                     code in (408, 429) or (code or 0) >= 500)
 
 
+def _may_hold_calls(text):
+    """A coarser look than ``textcalls.has_markup``, without loading it: every form it
+    reads opens with ``<`` or ``[``, or the reply starts with ``{``, ``[`` or a fence."""
+    return "<" in text or "[" in text or text.lstrip()[:1] in "{`"
+
+
 def _textcalls():
-    """``mimi.llm.textcalls``, imported at the first text reply with tools and kept (an
-    import in every such reply cost a search of the name pool: issue 17)."""
+    """``mimi.llm.textcalls``, imported at the first text reply that may hold calls
+    (``_may_hold_calls``) and kept (an import in every such reply cost a search of the
+    name pool: issue 17)."""
     if not _tc:
         from mimi.llm import textcalls
 
@@ -425,8 +441,14 @@ def json_text(write, data):
     """Write ``data`` (str, or bytes-like UTF-8 such as the context's memoryview) as one
     JSON string, escaping ``_SLICE`` bytes at a time so no full copy is made."""
     if isinstance(data, str):
-        write(json.dumps(data))
-        return
+        try:
+            if len(data) > _SLICE:  # a long text (a tool result, compaction's transcript): in slices too
+                data = seam.as_bytes(data)
+        except UnicodeError:  # CPython: a lone surrogate, which json.dumps escapes
+            pass
+        if isinstance(data, str):
+            write(json.dumps(data))
+            return
     mv = memoryview(data)
     n = len(mv)
     write('"')
