@@ -172,9 +172,12 @@ def smallest(exe, peer, url, turns, checkout, lo_kb=96, hi_kb=1024):
 def instructions(exe, peer, url, args):
     """Instructions per turn (valgrind's count: the same from run to run, whatever else
     the machine does), for the chat, its text turns and its tool turns: each a run of
-    ``args.turns`` turns less a run of none (init and the two warm-up turns)."""
+    ``args.turns`` turns less a run of none (init and the two warm-up turns). The runs
+    do nothing per turn but the turn (``PEER_MODE=count``): the harness's clock reads and
+    its collection before each turn, the same for both peers, once added about 3 M
+    instructions to each of their turns."""
     def count(turns, only=None):
-        r = run(exe, peer, "cpu", args.heap, url, turns, args.chipclaw, only, valgrind=True)
+        r = run(exe, peer, "count", args.heap, url, turns, args.chipclaw, only, valgrind=True)
         return r and r["instructions"]
 
     base = count(0)

@@ -10,6 +10,8 @@
 # PEER_MODE=peak  the same turns with the collector run every 4 KB and the live heap
 #                 sampled every millisecond by a second thread
 # PEER_MODE=clean the same turns; counts turns that failed (for the smallest heap)
+# PEER_MODE=count the same turns and nothing else per turn (no clock reads, no collection of
+#                 the harness's own): valgrind's instruction count is the whole process
 # PEER_ONLY=text|tool  every turn of that kind (the driver counts instructions per kind)
 # PEER_MODE=profile (mimi) the same turns with the steps of a turn timed (ticks_us, wall)
 #                 and their allocation counted (mem_total): "profile" in the result
@@ -229,6 +231,10 @@ def main():
     prof = profile(peer) if MODE == "profile" else None
     peak = 0
     for i in range(TURNS):
+        if MODE == "count":  # valgrind counts the whole process: nothing of the harness's own per turn
+            if not peer.turn(i):
+                failed += 1
+            continue
         gc.collect()
         if sampler:
             sampler.peak = gc.mem_alloc()

@@ -462,12 +462,28 @@ class Summarising(Scripted):
     """Answers each turn; a summary request (no tools) gets a summary naming what it read."""
 
     def chat(self, system, messages, tools, max_tokens):
-        if not tools and "running summary" in str(system):
-            self.requests.append({"system": str(system), "messages": json.loads(json.dumps(messages)),
+        if not tools and "running summary" in str(bytes(system), "utf-8"):  # the agent's buffer, lent
+            messages = [{"role": m["role"], "content": str(bytes(m["content"]), "utf-8")} for m in messages]
+            self.requests.append({"system": str(bytes(system), "utf-8"), "messages": messages,
                                   "tools": [], "max_tokens": max_tokens, "summary": True})
             seen = [w for w in messages[0]["content"].split() if w.startswith("fact")]
             return text("Known: " + " ".join(seen), usage_=(100, 20))
         return Scripted.chat(self, system, messages, tools, max_tokens)
+
+
+def test_a_summary_of_long_chinese_messages_fits_the_borrowed_buffer():
+    # The summary call is written into the agent's 16 KB prompt buffer: its transcript is
+    # capped in bytes (3 a character here), so the call is made, and holds the facts it kept.
+    b = _setup()
+    p = Summarising(*[text("记下了" * 100) for _ in range(40)])
+    a = _agent(b, p)
+    for i in range(12):
+        a.handle(_msg("fact%d 这是一条很长的中文消息，" % i + "请记住它。" * 60))
+    sums = [r for r in p.requests if r.get("summary")]
+    assert sums and "User: fact" in sums[0]["messages"][0]["content"]
+    for r in sums:
+        assert len(r["messages"][0]["content"].encode()) <= 4096 + 1024 + 64
+        assert "running summary" in r["system"]
 
 
 def test_compaction_keeps_what_left_the_window():

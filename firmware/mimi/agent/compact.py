@@ -39,6 +39,10 @@ _COMPACT_INPUT_MAX_BYTES = const(4096)  # the transcript one summary call reads
 _COMPACT_LINE_MAX_BYTES = const(400)  # one message in it (a tool result: a third of this)
 _COMPACT_READ_MAX_BYTES = const(4096)  # a stored line longer than this is left out
 _COMPACT_MAX_TOKENS = const(400)  # the summary call's reply
+_COMPACT_PROMPT_MAX_BYTES = const(2048)  # compact.md, the summary call's instructions
+# room the call needs in ``update``'s scratch: instructions, the summary so far, the
+# transcript (each of its lines may pass the cap by its prefix and marks) and the headings
+_SCRATCH_BYTES = const(_COMPACT_PROMPT_MAX_BYTES + _COMPACT_SUMMARY_MAX_BYTES + _COMPACT_INPUT_MAX_BYTES + 1024)
 _SHRINK_RESULT_BYTES = const(512)  # tool results in a request retried for the context window
 
 _TAG = const("compact")
@@ -47,12 +51,15 @@ _LONG = const("the request is too long for the model even with the older message
 _PROMPT_PATH = __file__.rsplit("/", 1)[0] + "/compact.md"
 
 
-def update(key, provider):
+def update(key, provider, scratch):
     """Fold what is about to leave chat ``key``'s window into its summary (module doc).
     The agent calls it when due (``loop._compact``). Returns True when a summary call was
-    made. Side effects: one LLM call, its tokens counted (``usage``), the summary file
-    written. Raises what ``provider.chat`` and the file system raise (the agent logs it:
-    a summary is a bonus, the chat goes on without it)."""
+    made. ``scratch``: a writable buffer of at least ``_SCRATCH_BYTES`` free for the call
+    (the agent's system prompt buffer, between turns): the call's instructions and its
+    question are written there, not made as strings (issue 17: they were the peak of a
+    turn that summarised). Side effects: one LLM call, its tokens counted (``usage``),
+    the summary file written. Raises what ``provider.chat`` and the file system raise
+    (the agent logs it: a summary is a bonus, the chat goes on without it)."""
     from mimi.llm import usage
 
     st = sessions.summary(key)
@@ -67,14 +74,18 @@ def update(key, provider):
     st = {"text": st["text"], "upto": cut, "gen": gen}
     called = bool(lines)
     if called:
-        with open(_PROMPT_PATH) as f:
-            prompt = f.read(2048)
-        # one join, so the transcript is held at most twice (its lines, the question)
-        lines.insert(0, "Summary so far:\n%s\n\nThe messages after it:" % (st["text"] or "(none)"))
-        ask = "\n".join(lines)
+        mv = memoryview(scratch)
+        with open(_PROMPT_PATH, "rb") as f:
+            n = f.readinto(mv[:_COMPACT_PROMPT_MAX_BYTES])
+        n = fs.utf8_end(mv[:n], n)
+        at = _put(mv, n, "Summary so far:\n")
+        at = _put(mv, at, st["text"] or "(none)")
+        at = _put(mv, at, "\n\nThe messages after it:")
+        for t in lines:  # within _COMPACT_INPUT_MAX_BYTES: the room is there (_SCRATCH_BYTES)
+            at = _put(mv, _put(mv, at, "\n"), t)
         lines = None
-        reply = provider.chat(prompt, [{"role": "user", "content": ask}], None, _COMPACT_MAX_TOKENS)
-        ask = prompt = None
+        reply = provider.chat(mv[:n], [{"role": "user", "content": mv[n:at]}], None, _COMPACT_MAX_TOKENS)
+        mv = None
         usage.add(reply["usage"])
         text = _cap(reply["text"].strip(), _COMPACT_SUMMARY_MAX_BYTES)
         if not text:
@@ -104,7 +115,7 @@ def _transcript(path, start, end):
         c = _cap(c if isinstance(c, str) else "", _COMPACT_LINE_MAX_BYTES)
         if role == "forget":
             for x in out[turn:]:
-                total -= len(x) + 1
+                total -= len(seam.as_bytes(x)) + 1
             del out[turn:]
             continue
         if role == "user":
@@ -119,11 +130,19 @@ def _transcript(path, start, end):
         else:
             continue
         out.append(t)
-        total += len(t) + 1
+        total += len(seam.as_bytes(t)) + 1  # bytes: the lines are copied into update's scratch
         while total > _COMPACT_INPUT_MAX_BYTES:
-            total -= len(out.pop(0)) + 1
+            total -= len(seam.as_bytes(out.pop(0))) + 1
             turn = max(0, turn - 1)
     return out
+
+
+def _put(mv, at, text):
+    """Copy ``text``'s UTF-8 into ``mv`` at ``at``; returns where it ends."""
+    b = seam.as_bytes(text)
+    k = at + len(b)
+    mv[at:k] = b
+    return k
 
 
 def _cap(text, n):

@@ -128,7 +128,8 @@ class Agent:
     """Runs inbound messages through the LLM and tools; see the module doc.
 
     ``bus``: ``mimi.bus.Bus``; ``context``: ``mimi.agent.context.Context`` (``build(msg,
-    extra) -> n``, ``view() -> memoryview``); ``provider``: a function returning the LLM
+    extra) -> n``, ``view() -> memoryview``, ``buf``: its bytearray, which a summary
+    borrows between turns); ``provider``: a function returning the LLM
     provider (default ``mimi.llm.current``, so a switch applies from the next message).
     """
 
@@ -193,7 +194,7 @@ class Agent:
         turn = self._compact
         self._compact = None
         if turn:  # after the answer is out: the person does not wait for it
-            _compact(*turn)
+            _compact(*turn, self.context.buf)  # the system prompt's buffer is free till the next turn
         if msg.get("once") and msg.get("session"):  # a finished one-off job: its talk goes with it
             try:
                 sessions.delete(msg["session"])
@@ -359,7 +360,7 @@ def _summarised(key):
     return config.get("compact") != "off" and key[:5] != "cron_" and key[:3] != "hb_"
 
 
-def _compact(key, provider, full):
+def _compact(key, provider, full, scratch):
     """Bring the summary of chat ``key`` up to date when due: at most every
     ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
     window (``full``); never raises. ``compact`` is loaded by ``warm`` at init (here
@@ -394,7 +395,7 @@ def _compact(key, provider, full):
     try:
         from mimi.agent import compact
 
-        compact.update(key, provider)
+        compact.update(key, provider, scratch)
     except MemoryError:  # its garbage first: the line logged needs room too
         compact = None
         seam.collect()
