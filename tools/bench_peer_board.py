@@ -82,6 +82,7 @@ class Mimi:
                     __import__("mimi.tools." + name, None, None, ("register_all",)).register_all()
                 except ImportError:
                     pass
+        config.set("owner_chat", "1001")  # the owner's chat, as on a paired board (else a second person's)
         if os.getenv("PEER_COMPACT") == "off":  # the chat without mimi's summaries of older messages
             config.set("compact", "off")
         llm.set_key("sk-FAKE-peer", "openai")

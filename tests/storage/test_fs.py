@@ -248,6 +248,13 @@ def test_lines_stream_with_offsets_and_bounded_pieces():
     assert got[-1] == (5 + 2100 + 1, b"last")
 
 
+def test_lines_from_an_offset_read_only_what_follows_it():
+    support.fresh_flash()
+    fs.write("/data/l.md", "one\ntwo\n" + "x" * 5000 + "\nlast")
+    assert list(fs.lines("/data/l.md", 8000, 4)) == [(4, b"two"), (8, b"x" * 5000), (5009, b"last")]
+    assert list(fs.lines("/data/l.md", 8000, 5009)) == [(5009, b"last")]  # past a whole read's worth
+
+
 def test_a_write_refused_at_close_leaves_no_temporary_file_and_the_old_content():
     # on LittleFS a small file reaches the flash when closed: "no space" comes from close()
     root = support.fresh_flash()

@@ -102,9 +102,7 @@ def _transcript(path, start, end):
     out = []
     total = 0
     turn = 0  # where the current turn's lines start in out
-    for at, b in fs.lines(path, _COMPACT_READ_MAX_BYTES):  # a longer line comes in pieces: not JSON, skipped
-        if at < start:
-            continue
+    for at, b in fs.lines(path, _COMPACT_READ_MAX_BYTES, start):  # a longer line comes in pieces: not JSON, skipped
         if at >= end:
             break
         try:

@@ -55,7 +55,7 @@ from mimi import seam
 from mimi.llm import LLMError
 from mimi.tools import registry
 
-_SLICE = const(1024)  # bytes of the system prompt escaped per json.dumps call
+_SLICE = const(512)  # bytes of a long text escaped per json.dumps call
 _ERR_MSG_MAX = const(160)  # characters of a server's own error message shown to the user
 # stop reasons of both APIs -> ours; any other is "end" ("tool_use" when the reply has calls)
 # the usage fields that count as input (Anthropic's cached ones included) and as output

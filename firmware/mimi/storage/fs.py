@@ -360,8 +360,9 @@ def rename(src, dst):
         _rename(seam.real_path(s), seam.real_path(d))
 
 
-def lines(path, max_line=1024):
-    """Yield ``(offset, line bytes)`` for each line of ``path``, without the newline.
+def lines(path, max_line=1024, at=0):
+    """Yield ``(offset, line bytes)`` for each line of ``path``, without the newline, from
+    byte offset ``at`` on (a line's start; 0: the whole file).
 
     Streams the file in ``FS_CHUNK_BYTES`` reads; a line longer than ``max_line`` comes
     in pieces of at most ``max_line`` bytes (each with its own offset), so memory stays
@@ -370,8 +371,9 @@ def lines(path, max_line=1024):
     f, size = open_read(path)
     try:
         pend = b""
-        start = 0
-        pos = 0
+        start = pos = at
+        if at:
+            f.seek(at)
         while True:
             chunk = f.read(config.FS_CHUNK_BYTES)
             if not chunk:
