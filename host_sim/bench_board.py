@@ -66,7 +66,8 @@ def register_tools():
         registry.load(config.APP_TOOL_MODULES)
         if seam.compiles(seam.__file__):  # as mimi.app: .py files are imported at init
             for name in config.APP_TOOL_MODULES:
-                __import__(name)
+                if name != "mimi.rules.chat":
+                    __import__(name)
         return
     for name in getattr(config, "APP_TOOL_MODULES", _TOOL_MODULES):
         try:

@@ -61,7 +61,9 @@ def register_tools():
     """Register the tools of ``config.APP_TOOL_MODULES`` (``registry.load``): a module is
     imported when one of its tools is first called, unless the package runs from ``.py``
     files (``seam.compiles``): then each is imported now, in the main thread, whose stack
-    the compiler needs. A module that fails to load is logged and its tools answer errors."""
+    the compiler needs (but ``mimi.rules.chat``, loaded at the first rule tool's call as
+    before: most boards never make a rule). A module that fails to load is logged and its
+    tools answer errors."""
     from mimi.tools import registry
 
     try:
@@ -71,6 +73,8 @@ def register_tools():
         log.exc("app", "tools", e)
     if seam.compiles(__file__):
         for name in config.APP_TOOL_MODULES:
+            if name == "mimi.rules.chat":  # 6 KB, first loaded by a rule tool's call, as before
+                continue
             try:
                 __import__(name)
             except Exception as e:  # noqa: BLE001 - includes MemoryError

@@ -471,6 +471,20 @@ class Summarising(Scripted):
         return Scripted.chat(self, system, messages, tools, max_tokens)
 
 
+def test_a_damaged_summary_offset_starts_the_summary_again():
+    # A summary file whose offset is negative (damaged by hand or on flash) must not stop
+    # every later summary of the chat: the next one reads the history from the start.
+    b = _setup()
+    p = Summarising(*[text("noted") for _ in range(40)])
+    a = _agent(b, p)
+    fs.write(sessions.summary_path("tg_42"), json.dumps({"text": "old", "upto": -5, "gen": 0}))
+    for i in range(12):
+        a.handle(_msg("fact%d is worth keeping" % i))
+    sums = [r for r in p.requests if r.get("summary")]
+    assert sums and "fact0 " in sums[0]["messages"][0]["content"]
+    assert sessions.summary("tg_42")["upto"] > 0
+
+
 def test_a_summary_of_long_chinese_messages_fits_the_borrowed_buffer():
     # The summary call is written into the agent's 16 KB prompt buffer: its transcript is
     # capped in bytes (3 a character here), so the call is made, and holds the facts it kept.

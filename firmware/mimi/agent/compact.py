@@ -68,7 +68,9 @@ def update(key, provider, scratch):
     upto = st.get("upto") if st.get("gen") == gen else 0  # rotated or cleared: offsets start again
     sessions.load(key, _COMPACT_KEEP_MSGS)
     cut = sessions.report["start"]
-    if not isinstance(upto, int) or cut <= upto:
+    if not isinstance(upto, int) or upto < 0:  # a damaged summary file: from the start again
+        upto = 0
+    if cut <= upto:
         return False
     lines = _transcript(sessions.path_for(key), upto, cut)
     st = {"text": st["text"], "upto": cut, "gen": gen}

@@ -194,7 +194,7 @@ class Agent:
         turn = self._compact
         self._compact = None
         if turn:  # after the answer is out: the person does not wait for it
-            _compact(*turn, self.context.buf)  # the system prompt's buffer is free till the next turn
+            _compact(*turn, self.context)  # its prompt buffer is free till the next turn: a summary borrows it
         if msg.get("once") and msg.get("session"):  # a finished one-off job: its talk goes with it
             try:
                 sessions.delete(msg["session"])
@@ -360,7 +360,7 @@ def _summarised(key):
     return config.get("compact") != "off" and key[:5] != "cron_" and key[:3] != "hb_"
 
 
-def _compact(key, provider, full, scratch):
+def _compact(key, provider, full, context):
     """Bring the summary of chat ``key`` up to date when due: at most every
     ``_AGENT_COMPACT_EVERY_TURNS`` turns, and only when its history is longer than the
     window (``full``); never raises. ``compact`` is loaded by ``warm`` at init (here
@@ -395,7 +395,7 @@ def _compact(key, provider, full, scratch):
     try:
         from mimi.agent import compact
 
-        compact.update(key, provider, scratch)
+        compact.update(key, provider, context.buf)
     except MemoryError:  # its garbage first: the line logged needs room too
         compact = None
         seam.collect()

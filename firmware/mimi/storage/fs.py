@@ -371,9 +371,9 @@ def lines(path, max_line=1024, at=0):
     f, size = open_read(path)
     try:
         pend = b""
-        start = pos = at
-        if at:
-            f.seek(at)
+        start = pos = at if at > 0 else 0
+        if pos:
+            f.seek(pos)
         while True:
             chunk = f.read(config.FS_CHUNK_BYTES)
             if not chunk:

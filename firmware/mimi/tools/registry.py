@@ -26,7 +26,7 @@ import json
 
 from micropython import const
 
-from mimi import data_path, pick
+from mimi import data_path, pick, seam
 
 _RESULT_MAX_BYTES = const(8192)
 _LINE_MAX_BYTES = const(2048)  # one line of tools.jsonl
@@ -40,6 +40,7 @@ _MSG = const("|obj arguments must be a JSON object|miss missing required argumen
 
 
 _tools = []  # in registration order
+_importing = seam.allocate_lock()  # a module half imported by one thread is not another's to use
 _last = (None, None)  # the tool whose line was read last, and the line parsed
 
 
@@ -205,7 +206,8 @@ def execute(name, args, ctx):
             check(tool, args)  # a problem raises ValueError, reported as a handler's is
             h = tool.handler
             if h is None:  # its module, imported now: the first call of one of its tools
-                h = tool.handler = getattr(__import__(tool.module, None, None, (tool.name,)), tool.name)
+                with _importing:  # the web thread (MCP) and the agent may both make a first call
+                    h = tool.handler = getattr(__import__(tool.module, None, None, (tool.name,)), tool.name)
             out = h(args, ctx)
             out = "ok" if out is None else out
             err = False
