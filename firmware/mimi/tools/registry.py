@@ -45,7 +45,17 @@ _last = (None, None)  # the tool whose line was read last, and the line parsed
 
 
 class Tool:
-    """A tool the model can call. ``description``/``schema`` None: from ``tools.jsonl``."""
+    """A tool the model can call. ``description``/``schema`` None: from ``tools.jsonl``.
+
+    An attribute left at its default below is the class's, not the tool's own: 28 tools
+    are registered at init, and each attribute of its own costs a slot (issue 17)."""
+
+    handler = None  # None: ``module``'s function ``name``, imported at the first call
+    module = None
+    available = None  # callable -> bool, or None for always
+    max_bytes = _RESULT_MAX_BYTES  # the result's cap (memory_search: seed 003's 10,000)
+    at = None  # (offset, length) of its line in tools.jsonl
+    cut = None  # (start of ',"input_schema":', of ',"group":') in that line, in that order
 
     def __init__(self, name, description, schema, handler, group="misc", available=None,
                  max_bytes=_RESULT_MAX_BYTES):
@@ -53,13 +63,13 @@ class Tool:
         if description is not None:
             self.description = description
             self.schema = schema  # {"type": "object", "properties": {...}, "required": [...]}
-        self.handler = handler  # None: ``module``'s function ``name``, imported at the first call
-        self.module = None
+        if handler is not None:
+            self.handler = handler
         self.group = group
-        self.available = available  # callable -> bool, or None for always
-        self.max_bytes = max_bytes  # the result's cap (memory_search: seed 003's 10,000)
-        self.at = None  # (offset, length) of its line in tools.jsonl
-        self.cut = None  # (start of ',"input_schema":', of ',"group":') in that line, in that order
+        if available is not None:
+            self.available = available
+        if max_bytes != _RESULT_MAX_BYTES:
+            self.max_bytes = max_bytes
 
     def __getattr__(self, name):
         """``description`` and ``schema`` of a tool from ``tools.jsonl``: its line, read and
@@ -85,6 +95,7 @@ def load(modules=None):
     Raises ``ValueError`` naming a module none of whose tools has a line.
     """
     left = list(modules) if modules is not None else []
+    same = {}  # one string for each group and module name, not one a tool
     at = 0
     with open(SPECS, "rb") as f:
         while True:
@@ -96,9 +107,10 @@ def load(modules=None):
             if modules is None or mod in modules:
                 if mod in left:
                     left.remove(mod)
-                t = Tool(d["name"], None, None, None, d["group"], _setting(d.get("needs")),
+                g = same.setdefault(d["group"], d["group"])
+                t = Tool(d["name"], None, None, None, g, _setting(d.get("needs")),
                          d.get("max_bytes", _RESULT_MAX_BYTES))
-                t.module = mod
+                t.module = same.setdefault(mod, mod)
                 t.at = (at, len(line))
                 # where the schema and the group start: a request copies the line's own bytes
                 # (mimi.llm.wire.tools_json) when it reads name, description, schema, group
