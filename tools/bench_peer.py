@@ -242,8 +242,8 @@ def show_profile(exe, url, args):
 
 
 def describe(exe):
-    p = subprocess.run([exe, "-c", "import sys; print(sys.implementation._machine, sys.maxsize > 2**32)"],
-                       capture_output=True, text=True)
+    p = subprocess.run([exe, "-c", "import sys; print(sys.implementation._machine, '64-bit' if sys.maxsize > 2**32 "
+                        "else '32-bit')"], capture_output=True, text=True)
     return p.stdout.strip()
 
 

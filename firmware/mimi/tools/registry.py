@@ -47,8 +47,9 @@ _last = (None, None)  # the tool whose line was read last, and the line parsed
 class Tool:
     """A tool the model can call. ``description``/``schema`` None: from ``tools.jsonl``.
 
-    An attribute left at its default below is the class's, not the tool's own: 28 tools
-    are registered at init, and each attribute of its own costs a slot (issue 17)."""
+    An attribute left at its default below is the class's, not the tool's own: 27 tools
+    are registered at init (28 with MQTT), and each attribute of its own costs a slot
+    (issue 17)."""
 
     handler = None  # None: ``module``'s function ``name``, imported at the first call
     module = None
