@@ -62,12 +62,8 @@ def register_tools():
     module's ``register_all``, for the benchmarks that compare commits)."""
     from mimi.tools import registry
 
-    if hasattr(registry, "load"):
-        registry.load(config.APP_TOOL_MODULES)
-        if seam.compiles(seam.__file__):  # as mimi.app: .py files are imported at init
-            for name in config.APP_TOOL_MODULES:
-                if name != "mimi.rules.chat":
-                    __import__(name)
+    if hasattr(registry, "load_app"):  # as mimi.app.register_tools
+        registry.load_app()
         return
     for name in getattr(config, "APP_TOOL_MODULES", _TOOL_MODULES):
         try:

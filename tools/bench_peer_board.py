@@ -71,12 +71,8 @@ class Mimi:
 
         from mimi.tools import registry
 
-        if hasattr(registry, "load"):  # as mimi.app.register_tools: modules at first use, unless .py
-            registry.load(config.APP_TOOL_MODULES)
-            if seam.compiles(seam.__file__):
-                for name in config.APP_TOOL_MODULES:
-                    if name != "mimi.rules.chat":
-                        __import__(name)
+        if hasattr(registry, "load_app"):  # as mimi.app.register_tools: modules at first use, unless .py
+            registry.load_app()
         else:  # older firmware, for comparing commits
             for name in getattr(config, "APP_TOOL_MODULES", ()):
                 try:

@@ -58,33 +58,21 @@ out = print  # where console replies are printed (tests collect them)
 
 
 def register_tools():
-    """Register the tools of ``config.APP_TOOL_MODULES`` (``registry.load``): a module is
-    imported when one of its tools is first called, unless the package runs from ``.py``
-    files (``seam.compiles``): then each is imported now, in the main thread, whose stack
-    the compiler needs (but ``mimi.rules.chat``, loaded at the first rule tool's call as
-    before: most boards never make a rule). A module that fails to load is logged and its
-    tools answer errors."""
+    """Register the app's tools (``registry.load_app``: their modules are imported at a
+    tool's first call, or now when the package runs from ``.py`` files). A failure is
+    logged: the tools not imported yet are imported at their first call."""
     from mimi.tools import registry
 
     try:
-        registry.load(config.APP_TOOL_MODULES)
+        registry.load_app()
     except Exception as e:  # noqa: BLE001 - includes MemoryError: the agent works without them
         seam.collect()
         log.exc("app", "tools", e)
-    if seam.compiles(__file__):
-        for name in config.APP_TOOL_MODULES:
-            if name == "mimi.rules.chat":  # 6 KB, first loaded by a rule tool's call, as before
-                continue
-            try:
-                __import__(name)
-            except Exception as e:  # noqa: BLE001 - includes MemoryError
-                seam.collect()
-                log.exc("app", "tools " + name, e)
 
 
 def init(agent_factory=None):
-    """Allocate what the app needs (once) and register the tools (``register_tools``). Returns True when it
-    can start (False in safe mode: nothing is allocated then). ``agent_factory(bus)``:
+    """Allocate what the app needs (once) and register the tools (``register_tools``).
+    Returns True when it can start (False in safe mode: nothing is allocated then). ``agent_factory(bus)``:
     tests put their own agent here.
 
     Large buffers come first (before the heap fragments), then every module the threads

@@ -76,6 +76,8 @@ def update(key, provider, scratch):
     st = {"text": st["text"], "upto": cut, "gen": gen}
     called = bool(lines)
     if called:
+        if len(scratch) < _SCRATCH_BYTES:
+            raise ValueError("a summary needs %d bytes of scratch, got %d" % (_SCRATCH_BYTES, len(scratch)))
         mv = memoryview(scratch)
         with open(_PROMPT_PATH, "rb") as f:
             n = f.readinto(mv[:_COMPACT_PROMPT_MAX_BYTES])

@@ -126,6 +126,21 @@ def load(modules=None):
         raise ValueError(pick(_MSG, "line") % (", ".join(left), SPECS))
 
 
+def load_app():
+    """Register the app's tools (``config.APP_TOOL_MODULES``); when the package runs from
+    ``.py`` files (``seam.compiles``) also import their modules now, in the calling (main)
+    thread, whose stack the compiler needs: all but ``mimi.rules.chat`` (6 KB, loaded at
+    the first rule tool's call: most boards never make a rule). ``mimi.app`` calls it; so
+    do the benchmarks that stand in for the app. Raises what ``load`` and the imports raise."""
+    from mimi import config
+
+    load(config.APP_TOOL_MODULES)
+    if seam.compiles(__file__):
+        for name in config.APP_TOOL_MODULES:
+            if name != "mimi.rules.chat":
+                __import__(name)
+
+
 def _setting(name):
     """``available`` for a tool offered only while setting ``name`` is set; None for always."""
     if not name:
